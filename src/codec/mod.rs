@@ -1,0 +1,71 @@
+//! Stream codecs: each decompresses one stream into a caller-provided buffer
+//! and must fill it exactly (Blosc stores the uncompressed size of every
+//! stream implicitly, so a short or long result is corruption).
+
+pub mod blosclz;
+
+use crate::error::{Error, Result};
+use crate::format::chunk::Codec;
+use std::cell::RefCell;
+
+thread_local! {
+    static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static ZLIB: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
+}
+
+/// Decompress `src` into all of `dst`. `dict` is the chunk's dictionary, if any.
+pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<()> {
+    let n = match codec {
+        Codec::BloscLz => blosclz::decompress(src, dst)?,
+        Codec::Lz4 => match dict {
+            None => lz4_flex::block::decompress_into(src, dst),
+            Some(d) => lz4_flex::block::decompress_into_with_dict(src, dst, d),
+        }
+        .map_err(|e| Error::corrupt(format!("lz4 stream: {e}")))?,
+        Codec::Snappy => snap::raw::Decoder::new()
+            .decompress(src, dst)
+            .map_err(|e| Error::corrupt(format!("snappy stream: {e}")))?,
+        Codec::Zlib => zlib_decompress(src, dst)?,
+        Codec::Zstd => zstd_decompress(src, dst, dict)?,
+    };
+    if n != dst.len() {
+        return Err(Error::corrupt(format!(
+            "{} stream decoded to {n} bytes, expected {}",
+            codec.name(),
+            dst.len()
+        )));
+    }
+    Ok(())
+}
+
+fn zlib_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    ZLIB.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let z = slot.get_or_insert_with(|| flate2::Decompress::new(true));
+        z.reset(true);
+        let status = z
+            .decompress(src, dst, flate2::FlushDecompress::Finish)
+            .map_err(|e| Error::corrupt(format!("zlib stream: {e}")))?;
+        if status != flate2::Status::StreamEnd {
+            return Err(Error::corrupt(
+                "zlib stream does not end where its block does",
+            ));
+        }
+        Ok(z.total_out() as usize)
+    })
+}
+
+fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<usize> {
+    let map = |e: std::io::Error| Error::corrupt(format!("zstd stream: {e}"));
+    if let Some(d) = dict {
+        let mut dec = zstd::bulk::Decompressor::with_dictionary(d).map_err(map)?;
+        return dec.decompress_to_buffer(src, dst).map_err(map);
+    }
+    ZSTD.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().map_err(map)?);
+        }
+        slot.as_mut().unwrap().decompress_to_buffer(src, dst).map_err(map)
+    })
+}

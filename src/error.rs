@@ -1,0 +1,120 @@
+//! One error type for the whole crate, carrying enough context to name the
+//! file, chunk and block that failed and why.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What went wrong, coarsely: the FUSE adapter maps every kind to `EIO`
+/// except `NotFound`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input ends before a structure it declares.
+    Truncated,
+    /// A field holds a value that cannot be right (lying sizes, bad magic, ...).
+    Corrupt,
+    /// A valid file using something we do not implement (codec, filter, version).
+    Unsupported,
+    /// A stored checksum does not match.
+    Checksum,
+    /// An operating-system I/O error.
+    Io,
+}
+
+#[derive(Debug, Clone)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub reason: String,
+    pub path: Option<PathBuf>,
+    pub chunk: Option<u64>,
+    pub block: Option<u64>,
+    /// errno of the underlying I/O error, if any.
+    pub errno: Option<i32>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
+        Error {
+            kind,
+            reason: reason.into(),
+            path: None,
+            chunk: None,
+            block: None,
+            errno: None,
+        }
+    }
+    pub fn truncated(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Truncated, reason)
+    }
+    pub fn corrupt(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Corrupt, reason)
+    }
+    pub fn unsupported(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, reason)
+    }
+    pub fn checksum(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Checksum, reason)
+    }
+    /// Attach a chunk number unless one is already set (innermost wins).
+    pub fn in_chunk(mut self, chunk: u64) -> Self {
+        self.chunk.get_or_insert(chunk);
+        self
+    }
+    pub fn in_block(mut self, block: u64) -> Self {
+        self.block.get_or_insert(block);
+        self
+    }
+    pub fn in_file(mut self, path: &Path) -> Self {
+        if self.path.is_none() {
+            self.path = Some(path.to_path_buf());
+        }
+        self
+    }
+    /// The errno a filesystem should report for this error.
+    pub fn errno(&self) -> i32 {
+        match self.kind {
+            ErrorKind::Io => self.errno.unwrap_or(libc::EIO),
+            _ => libc::EIO,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        let mut err = Error::new(ErrorKind::Io, e.to_string());
+        err.errno = e.raw_os_error();
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            err.kind = ErrorKind::Truncated;
+            err.reason = "unexpected end of file".into();
+        }
+        err
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.path {
+            write!(f, "{}: ", p.display())?;
+        }
+        if let Some(c) = self.chunk {
+            write!(f, "chunk {c}: ")?;
+        }
+        if let Some(b) = self.block {
+            write!(f, "block {b}: ")?;
+        }
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// `ensure!(cond, kind_ctor, "fmt", args)`: return an error unless `cond` holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $ctor:ident, $($arg:tt)+) => {
+        if !$cond {
+            return Err($crate::error::Error::$ctor(format!($($arg)+)));
+        }
+    };
+}

@@ -1,0 +1,430 @@
+//! Blosc1 and Blosc2 chunk headers, block starts and dictionaries.
+//!
+//! Pure parsing over byte slices: nothing here reads a file. Every size taken
+//! from a header is checked against the bytes at hand (and `MAX_CHUNK_NBYTES`)
+//! before it is used to index or allocate.
+
+use crate::ensure;
+use crate::error::{Error, Result};
+
+pub const MIN_HEADER_LEN: usize = 16;
+pub const EXTENDED_HEADER_LEN: usize = 32;
+/// Blosc chunks are limited to 2 GiB by their int32 fields.
+pub const MAX_CHUNK_NBYTES: u64 = i32::MAX as u64;
+pub const MAX_TYPESIZE: u8 = 255;
+
+/// Flags byte (offset 2).
+pub const FLAG_SHUFFLE: u8 = 0x01;
+pub const FLAG_MEMCPYED: u8 = 0x02;
+pub const FLAG_BITSHUFFLE: u8 = 0x04;
+pub const FLAG_DELTA: u8 = 0x08;
+pub const FLAG_DONT_SPLIT: u8 = 0x10;
+
+/// blosc2_flags byte (offset 31).
+pub const B2_USE_DICT: u8 = 0x01;
+pub const B2_BIG_ENDIAN: u8 = 0x02;
+pub const B2_LAZY: u8 = 0x08;
+pub const B2_INSTR: u8 = 0x80;
+
+/// Filter ids used in the Blosc2 pipeline.
+pub mod filter_id {
+    pub const NOFILTER: u8 = 0;
+    pub const SHUFFLE: u8 = 1;
+    pub const BITSHUFFLE: u8 = 2;
+    pub const DELTA: u8 = 3;
+    pub const TRUNC_PREC: u8 = 4;
+    pub const NDCELL: u8 = 32;
+    pub const NDMEAN: u8 = 33;
+    pub const BYTEDELTA_BUGGY: u8 = 34;
+    pub const BYTEDELTA: u8 = 35;
+    pub const INT_TRUNC: u8 = 36;
+}
+
+/// The codec a chunk's streams were compressed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    BloscLz,
+    /// lz4 and lz4hc share a stream format (raw lz4 blocks).
+    Lz4,
+    Snappy,
+    Zlib,
+    Zstd,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::BloscLz => "blosclz",
+            Codec::Lz4 => "lz4",
+            Codec::Snappy => "snappy",
+            Codec::Zlib => "zlib",
+            Codec::Zstd => "zstd",
+        }
+    }
+}
+
+/// Whole-chunk special values (blosc2_flags bits 4-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Special {
+    Zeros,
+    Nan,
+    /// A value of `typesize` bytes repeated; it is stored right after the header.
+    Value,
+    Uninit,
+}
+
+impl Special {
+    pub fn from_code(code: u8) -> Result<Option<Special>> {
+        Ok(match code {
+            0 => None,
+            1 => Some(Special::Zeros),
+            2 => Some(Special::Nan),
+            3 => Some(Special::Value),
+            4 => Some(Special::Uninit),
+            n => return Err(Error::unsupported(format!("unknown special-value kind {n}"))),
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Special::Zeros => "zeros",
+            Special::Nan => "nan",
+            Special::Value => "repeated value",
+            Special::Uninit => "uninitialized",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkHeader {
+    pub version: u8,
+    pub versionlz: u8,
+    pub flags: u8,
+    pub typesize: u8,
+    pub nbytes: u32,
+    pub blocksize: u32,
+    pub cbytes: u32,
+    /// 16 (Blosc1 layout) or 32 (Blosc2 extended header).
+    pub header_len: usize,
+    pub filters: [u8; 6],
+    pub filters_meta: [u8; 6],
+    pub udcodec: u8,
+    pub compcode_meta: u8,
+    pub blosc2_flags: u8,
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+impl ChunkHeader {
+    /// Parse a header from the first bytes of a chunk (16 bytes, or 32 when
+    /// the flags announce the extended header).
+    pub fn parse(b: &[u8]) -> Result<ChunkHeader> {
+        ensure!(
+            b.len() >= MIN_HEADER_LEN,
+            truncated,
+            "chunk header needs 16 bytes, got {}",
+            b.len()
+        );
+        let version = b[0];
+        ensure!(
+            (1..=5).contains(&version),
+            corrupt,
+            "not a Blosc chunk: unknown format version {version}"
+        );
+        let flags = b[2];
+        let typesize = b[3];
+        let nbytes = le32(b, 4);
+        let blocksize = le32(b, 8);
+        let cbytes = le32(b, 12);
+        ensure!(
+            nbytes as u64 <= MAX_CHUNK_NBYTES,
+            corrupt,
+            "chunk nbytes {nbytes} exceeds the 2 GiB limit"
+        );
+        ensure!(
+            (cbytes as u64) <= MAX_CHUNK_NBYTES,
+            corrupt,
+            "chunk cbytes {cbytes} exceeds the 2 GiB limit"
+        );
+        ensure!(typesize > 0, corrupt, "chunk typesize is 0");
+        let extended = version >= 3 && flags & (FLAG_SHUFFLE | FLAG_BITSHUFFLE) == (FLAG_SHUFFLE | FLAG_BITSHUFFLE);
+        let mut h = ChunkHeader {
+            version,
+            versionlz: b[1],
+            flags,
+            typesize,
+            nbytes,
+            blocksize,
+            cbytes,
+            header_len: MIN_HEADER_LEN,
+            filters: [0; 6],
+            filters_meta: [0; 6],
+            udcodec: 0,
+            compcode_meta: 0,
+            blosc2_flags: 0,
+        };
+        if extended {
+            ensure!(
+                b.len() >= EXTENDED_HEADER_LEN,
+                truncated,
+                "extended chunk header needs 32 bytes, got {}",
+                b.len()
+            );
+            h.header_len = EXTENDED_HEADER_LEN;
+            h.filters.copy_from_slice(&b[16..22]);
+            h.udcodec = b[22];
+            h.compcode_meta = b[23];
+            h.filters_meta.copy_from_slice(&b[24..30]);
+            h.blosc2_flags = b[31];
+        } else {
+            // Blosc1 flags describe at most shuffle/bitshuffle and delta.
+            if flags & FLAG_SHUFFLE != 0 {
+                h.filters[5] = filter_id::SHUFFLE;
+            } else if flags & FLAG_BITSHUFFLE != 0 {
+                h.filters[5] = filter_id::BITSHUFFLE;
+            }
+            if flags & FLAG_DELTA != 0 && version >= 3 {
+                h.filters[4] = filter_id::DELTA;
+            }
+        }
+        ensure!(
+            (h.cbytes as usize) >= h.header_len,
+            corrupt,
+            "chunk cbytes {} is smaller than its {}-byte header",
+            h.cbytes,
+            h.header_len
+        );
+        if h.special()?.is_none() && h.nbytes > 0 {
+            ensure!(h.blocksize > 0, corrupt, "chunk blocksize is 0");
+        }
+        Ok(h)
+    }
+
+    pub fn is_extended(&self) -> bool {
+        self.header_len == EXTENDED_HEADER_LEN
+    }
+    pub fn memcpyed(&self) -> bool {
+        self.flags & FLAG_MEMCPYED != 0
+    }
+    pub fn dont_split(&self) -> bool {
+        self.flags & FLAG_DONT_SPLIT != 0
+    }
+    pub fn uses_dict(&self) -> bool {
+        self.blosc2_flags & B2_USE_DICT != 0
+    }
+    pub fn is_lazy(&self) -> bool {
+        self.blosc2_flags & B2_LAZY != 0
+    }
+    pub fn special(&self) -> Result<Option<Special>> {
+        if !self.is_extended() {
+            return Ok(None);
+        }
+        Special::from_code((self.blosc2_flags >> 4) & 0x07)
+    }
+    /// The compressor id in the flags (bits 5-7).
+    pub fn compformat(&self) -> u8 {
+        self.flags >> 5
+    }
+    pub fn codec(&self) -> Result<Codec> {
+        Ok(match self.compformat() {
+            0 => Codec::BloscLz,
+            1 => Codec::Lz4,
+            2 if self.version <= 2 => Codec::Snappy,
+            3 => Codec::Zlib,
+            4 => Codec::Zstd,
+            6 => {
+                return Err(Error::unsupported(format!(
+                    "unsupported codec {} (user-defined or plugin codec)",
+                    self.udcodec
+                )))
+            }
+            n => return Err(Error::unsupported(format!("unsupported codec format {n}"))),
+        })
+    }
+    /// Number of blocks (0 for an empty chunk).
+    pub fn nblocks(&self) -> u32 {
+        if self.nbytes == 0 || self.blocksize == 0 {
+            return 0;
+        }
+        self.nbytes.div_ceil(self.blocksize)
+    }
+    /// Uncompressed size of block `i`.
+    pub fn block_len(&self, i: u32) -> u32 {
+        let start = i as u64 * self.blocksize as u64;
+        (self.nbytes as u64 - start).min(self.blocksize as u64) as u32
+    }
+    /// Number of streams block `i` is stored in.
+    pub fn nstreams(&self, i: u32) -> u32 {
+        let leftover = self.block_len(i) < self.blocksize;
+        if self.dont_split() || leftover || self.uses_dict() {
+            return 1;
+        }
+        if self.version <= 2 {
+            // C-Blosc1 also required these before the don't-split flag existed.
+            let ts = self.typesize as u32;
+            if ts > 16 || self.blocksize / ts < 128 {
+                return 1;
+            }
+        }
+        self.typesize as u32
+    }
+    /// Filters in decode order (slot 5 down to 0), skipping no-ops.
+    pub fn decode_filters(&self) -> impl Iterator<Item = (u8, u8)> + '_ {
+        (0..6)
+            .rev()
+            .map(move |i| (self.filters[i], self.filters_meta[i]))
+            .filter(|&(f, _)| f != filter_id::NOFILTER)
+    }
+    pub fn has_delta(&self) -> bool {
+        self.filters.contains(&filter_id::DELTA)
+    }
+    /// Length of the prefix holding header, bstarts (for non-memcpyed, non-special
+    /// chunks) and, when present, the dictionary size field. The dictionary bytes
+    /// themselves follow; see `ChunkLayout::parse`.
+    pub fn bstarts_end(&self) -> Result<usize> {
+        if self.memcpyed() || self.special()?.is_some() {
+            return Ok(self.header_len);
+        }
+        let n = self.nblocks() as usize;
+        let end = self.header_len + 4 * n;
+        ensure!(
+            end <= self.cbytes as usize,
+            corrupt,
+            "{} block starts do not fit in a chunk of {} bytes",
+            n,
+            self.cbytes
+        );
+        Ok(end)
+    }
+}
+
+/// Where block `i`'s streams lie inside the chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockExtent {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// The parsed metadata of a chunk: header, the extent of each block's
+/// streams, and the dictionary. This is all that is needed to decode any one
+/// block given just that block's bytes.
+#[derive(Debug, Clone)]
+pub struct ChunkLayout {
+    pub header: ChunkHeader,
+    pub special: Option<Special>,
+    pub extents: Vec<BlockExtent>,
+    pub dict: Option<Vec<u8>>,
+    /// Bytes of the chunk needed to build this layout (header, bstarts, dict).
+    pub prefix_len: usize,
+}
+
+impl ChunkLayout {
+    /// How many bytes from the chunk start `parse` needs, given the header:
+    /// may need to be called twice when a dictionary is present (first to
+    /// learn the dictionary size, then with it).
+    pub fn prefix_needed(header: &ChunkHeader, prefix: &[u8]) -> Result<usize> {
+        let mut need = header.bstarts_end()?;
+        if let Some(Special::Value) = header.special()? {
+            need = header.header_len + header.typesize as usize;
+        }
+        if header.uses_dict() && !header.memcpyed() && header.special()?.is_none() {
+            need += 4;
+            if prefix.len() >= need {
+                let dsize = le32(prefix, need - 4) as usize;
+                ensure!(
+                    need as u64 + dsize as u64 <= header.cbytes as u64,
+                    corrupt,
+                    "dictionary of {dsize} bytes does not fit in the chunk"
+                );
+                need += dsize;
+            }
+        }
+        ensure!(
+            need <= header.cbytes as usize,
+            corrupt,
+            "chunk metadata ({need} bytes) exceeds cbytes {}",
+            header.cbytes
+        );
+        Ok(need)
+    }
+
+    /// Parse the layout from the chunk prefix (at least `prefix_needed` bytes).
+    pub fn parse(prefix: &[u8]) -> Result<ChunkLayout> {
+        let header = ChunkHeader::parse(prefix)?;
+        let need = Self::prefix_needed(&header, prefix)?;
+        let need = Self::prefix_needed(&header, &prefix[..need.min(prefix.len())])?;
+        ensure!(
+            prefix.len() >= need,
+            truncated,
+            "chunk metadata needs {need} bytes, got {}",
+            prefix.len()
+        );
+        let special = header.special()?;
+        let nblocks = header.nblocks();
+        let cbytes = header.cbytes;
+        let mut extents = Vec::new();
+        let mut dict = None;
+        if special.is_some() || header.nbytes == 0 {
+            // No blocks to read.
+        } else if header.memcpyed() {
+            ensure!(
+                header.cbytes as u64 >= header.header_len as u64 + header.nbytes as u64,
+                corrupt,
+                "memcpyed chunk holds {} bytes, fewer than its nbytes {}",
+                header.cbytes as u64 - header.header_len as u64,
+                header.nbytes
+            );
+            extents.reserve_exact(nblocks as usize);
+            for i in 0..nblocks {
+                let start = header.header_len as u32 + i * header.blocksize;
+                extents.push(BlockExtent {
+                    start,
+                    end: start + header.block_len(i),
+                });
+            }
+        } else {
+            let hl = header.header_len;
+            let bs_end = hl + 4 * nblocks as usize;
+            let mut data_start = bs_end as u32;
+            if header.uses_dict() {
+                let dsize = le32(prefix, bs_end) as usize;
+                dict = Some(prefix[bs_end + 4..bs_end + 4 + dsize].to_vec());
+                data_start = (bs_end + 4 + dsize) as u32;
+            }
+            let mut starts: Vec<(u32, u32)> = (0..nblocks as usize)
+                .map(|i| (le32(prefix, hl + 4 * i), i as u32))
+                .collect();
+            for &(s, i) in &starts {
+                ensure!(
+                    s >= data_start && s < cbytes,
+                    corrupt,
+                    "block {i} starts at {s}, outside the chunk's data ({data_start}..{cbytes})"
+                );
+            }
+            // Blocks may be stored out of order: a block runs to the next start.
+            starts.sort_unstable();
+            extents = vec![BlockExtent { start: 0, end: 0 }; nblocks as usize];
+            for k in 0..starts.len() {
+                let (s, i) = starts[k];
+                let end = if k + 1 < starts.len() {
+                    starts[k + 1].0
+                } else {
+                    cbytes
+                };
+                extents[i as usize] = BlockExtent { start: s, end };
+            }
+        }
+        Ok(ChunkLayout {
+            header,
+            special,
+            extents,
+            dict,
+            prefix_len: need,
+        })
+    }
+
+    pub fn nblocks(&self) -> u32 {
+        self.header.nblocks()
+    }
+}

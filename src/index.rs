@@ -1,0 +1,95 @@
+//! The format-neutral description of a container that every format's opener
+//! produces: where each chunk lives and what it decodes to.
+
+use crate::format::chunk::Special;
+use crate::io::Source;
+use std::sync::Arc;
+
+/// Where a chunk's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChunkLoc {
+    /// A Blosc chunk stored in `sources[src]` at `offset`, `cbytes` long
+    /// (`cbytes` as known from the index; the chunk header is checked against it).
+    Stored { src: u32, offset: u64, cbytes: u64 },
+    /// A chunk encoded in the index itself (frame offsets with the special bit):
+    /// nothing to read. `value` is the repeated value for `Special::Value`.
+    Special {
+        kind: Special,
+        typesize: u8,
+        value: Box<[u8]>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkEntry {
+    /// Offset of the chunk's first byte in the uncompressed content.
+    pub uoff: u64,
+    /// Uncompressed length of the chunk.
+    pub ulen: u64,
+    pub loc: ChunkLoc,
+}
+
+/// Descriptive facts for `bloscfs info` and extended attributes.
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    /// e.g. "blosc2-frame", "blosc2-sframe", "bloscpack", "blosc1-chunk", "blosc2-chunk", "blosc2-packed".
+    pub format: String,
+    /// Format version of the container (frame version, bloscpack format version, chunk version).
+    pub version: u32,
+    pub typesize: u32,
+    /// Nominal chunk size; 0 when chunks vary in size.
+    pub chunksize: u64,
+    pub nchunks: u64,
+    /// Uncompressed bytes.
+    pub nbytes: u64,
+    /// Bytes on disk.
+    pub cbytes: u64,
+    /// Codec name as the container header says it (chunks may differ; see `bloscfs info --chunks`).
+    pub codec: String,
+    /// Filter names as the container header says them.
+    pub filters: Vec<String>,
+    /// Fixed-size metalayers (name, msgpack value bytes).
+    pub metalayers: Vec<(String, Vec<u8>)>,
+    /// Variable-length metalayers (name, decoded value bytes).
+    pub vlmetalayers: Vec<(String, Vec<u8>)>,
+    /// Anything else worth showing (key, value).
+    pub extra: Vec<(String, String)>,
+}
+
+/// A container, opened: its sources, chunk table and description.
+pub struct Index {
+    pub sources: Vec<Arc<dyn Source>>,
+    /// Sorted by `uoff`, contiguous, covering `0..nbytes`.
+    pub chunks: Vec<ChunkEntry>,
+    pub info: Info,
+}
+
+impl Index {
+    /// Check the chunk table is contiguous and covers exactly `info.nbytes`.
+    pub fn validate(&self) -> crate::Result<()> {
+        let mut pos = 0u64;
+        for (i, c) in self.chunks.iter().enumerate() {
+            if c.uoff != pos {
+                return Err(crate::Error::corrupt(format!(
+                    "chunk {i} starts at uncompressed offset {} instead of {pos}",
+                    c.uoff
+                )));
+            }
+            if let ChunkLoc::Stored { src, .. } = c.loc {
+                if src as usize >= self.sources.len() {
+                    return Err(crate::Error::corrupt(format!("chunk {i} names a missing source")));
+                }
+            }
+            pos = pos
+                .checked_add(c.ulen)
+                .ok_or_else(|| crate::Error::corrupt("uncompressed size overflows"))?;
+        }
+        if pos != self.info.nbytes {
+            return Err(crate::Error::corrupt(format!(
+                "chunks hold {pos} bytes but the container declares {}",
+                self.info.nbytes
+            )));
+        }
+        Ok(())
+    }
+}
