@@ -27,6 +27,18 @@ pub struct ChunkEntry {
     /// Uncompressed length of the chunk.
     pub ulen: u64,
     pub loc: ChunkLoc,
+    /// A checksum over the stored chunk bytes (Bloscpack), verified when the
+    /// chunk is first read if verification is on.
+    pub checksum: Option<ChunkChecksum>,
+}
+
+/// A stored checksum: algorithm id (Bloscpack numbering: 1 adler32, 2 crc32,
+/// 3 md5, 4 sha1, 5 sha224, 6 sha256, 7 sha384, 8 sha512) and the expected
+/// digest bytes as stored in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkChecksum {
+    pub algo: u8,
+    pub digest: Box<[u8]>,
 }
 
 /// Descriptive facts for `bloscfs info` and extended attributes.
