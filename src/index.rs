@@ -33,12 +33,13 @@ pub struct ChunkEntry {
 }
 
 /// A stored checksum: algorithm id (Bloscpack numbering: 1 adler32, 2 crc32,
-/// 3 md5, 4 sha1, 5 sha224, 6 sha256, 7 sha384, 8 sha512) and the expected
-/// digest bytes as stored in the file.
+/// 3 md5, 4 sha1, 5 sha224, 6 sha256, 7 sha384, 8 sha512) and where the
+/// digest is stored (same source as the chunk, read lazily; its length
+/// follows from the algorithm).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkChecksum {
     pub algo: u8,
-    pub digest: Box<[u8]>,
+    pub digest_offset: u64,
 }
 
 /// Descriptive facts for `bloscfs info` and extended attributes.
