@@ -182,8 +182,10 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
         if csize == neblock {
             dst.copy_from_slice(src);
         } else {
-            codec::decompress(codec, src, dst, dict)
-                .map_err(|e| Error { reason: format!("stream {j}: {}", e.reason), ..e })?;
+            codec::decompress(codec, src, dst, dict).map_err(|e| Error {
+                reason: format!("stream {j}: {}", e.reason),
+                ..e
+            })?;
         }
     }
     Ok(())
@@ -203,8 +205,7 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
     );
     let mut out = vec![0u8; h.nbytes as usize];
     if let Some(kind) = layout.special {
-        let value = &chunk[h.header_len..layout.prefix_len];
-        fill_special(kind, h.typesize as usize, value, 0, &mut out);
+        fill_special(kind, h.typesize as usize, &layout.value, 0, &mut out);
         return Ok(out);
     }
     let bs = h.blocksize as usize;
@@ -215,7 +216,8 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
         let len = h.block_len(i) as usize;
         let (done, rest) = out.split_at_mut(start);
         let block0 = if i > 0 { Some(&done[..bs]) } else { None };
-        decode_block(&layout, i, data, block0, &mut rest[..len]).map_err(|e| e.in_block(i as u64))?;
+        decode_block(&layout, i, data, block0, &mut rest[..len])
+            .map_err(|e| e.in_block(i as u64))?;
     }
     Ok(out)
 }

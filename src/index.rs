@@ -90,7 +90,9 @@ impl Index {
             }
             if let ChunkLoc::Stored { src, .. } = c.loc {
                 if src as usize >= self.sources.len() {
-                    return Err(crate::Error::corrupt(format!("chunk {i} names a missing source")));
+                    return Err(crate::Error::corrupt(format!(
+                        "chunk {i} names a missing source"
+                    )));
                 }
             }
             pos = pos

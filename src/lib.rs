@@ -1,12 +1,20 @@
 //! bloscfs: read Blosc1/Blosc2/Bloscpack containers as plain bytes, decoding
 //! only the blocks a read touches.
 
+pub mod cache;
+pub mod cli;
 pub mod codec;
+pub mod container;
 pub mod decode;
+pub mod describe;
+pub mod detect;
 pub mod error;
 pub mod filter;
 pub mod format;
 pub mod index;
 pub mod io;
+pub mod report;
 
+pub use container::{Container, Env};
+pub use detect::{open_path, open_path_with};
 pub use error::{Error, ErrorKind, Result};

@@ -66,6 +66,9 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<us
         if slot.is_none() {
             *slot = Some(zstd::bulk::Decompressor::new().map_err(map)?);
         }
-        slot.as_mut().unwrap().decompress_to_buffer(src, dst).map_err(map)
+        slot.as_mut()
+            .unwrap()
+            .decompress_to_buffer(src, dst)
+            .map_err(map)
     })
 }

@@ -81,7 +81,11 @@ impl Special {
             2 => Some(Special::Nan),
             3 => Some(Special::Value),
             4 => Some(Special::Uninit),
-            n => return Err(Error::unsupported(format!("unknown special-value kind {n}"))),
+            n => {
+                return Err(Error::unsupported(format!(
+                    "unknown special-value kind {n}"
+                )))
+            }
         })
     }
     pub fn name(self) -> &'static str {
@@ -148,7 +152,8 @@ impl ChunkHeader {
             "chunk cbytes {cbytes} exceeds the 2 GiB limit"
         );
         ensure!(typesize > 0, corrupt, "chunk typesize is 0");
-        let extended = version >= 3 && flags & (FLAG_SHUFFLE | FLAG_BITSHUFFLE) == (FLAG_SHUFFLE | FLAG_BITSHUFFLE);
+        let extended = version >= 3
+            && flags & (FLAG_SHUFFLE | FLAG_BITSHUFFLE) == (FLAG_SHUFFLE | FLAG_BITSHUFFLE);
         let mut h = ChunkHeader {
             version,
             versionlz: b[1],
@@ -315,6 +320,8 @@ pub struct ChunkLayout {
     pub special: Option<Special>,
     pub extents: Vec<BlockExtent>,
     pub dict: Option<Vec<u8>>,
+    /// The repeated value of a `Special::Value` chunk (`typesize` bytes).
+    pub value: Vec<u8>,
     /// Bytes of the chunk needed to build this layout (header, bstarts, dict).
     pub prefix_len: usize,
 }
@@ -365,6 +372,11 @@ impl ChunkLayout {
         let cbytes = header.cbytes;
         let mut extents = Vec::new();
         let mut dict = None;
+        let mut value = Vec::new();
+        if special == Some(Special::Value) {
+            value =
+                prefix[header.header_len..header.header_len + header.typesize as usize].to_vec();
+        }
         if special.is_some() || header.nbytes == 0 {
             // No blocks to read.
         } else if header.memcpyed() {
@@ -420,6 +432,7 @@ impl ChunkLayout {
             special,
             extents,
             dict,
+            value,
             prefix_len: need,
         })
     }

@@ -1,0 +1,142 @@
+//! The decoded-block cache: an LRU bounded in bytes, sharded so that
+//! concurrent readers rarely contend. Decoding never happens under a lock.
+
+use lru::LruCache;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// (container id, chunk number, block number)
+pub type BlockKey = (u64, u64, u32);
+
+const SHARDS: usize = 8;
+
+struct Shard {
+    lru: LruCache<BlockKey, Arc<[u8]>>,
+    bytes: usize,
+}
+
+pub struct BlockCache {
+    shards: Vec<Mutex<Shard>>,
+    shard_budget: usize,
+    bytes: AtomicU64,
+}
+
+impl BlockCache {
+    /// A cache holding at most `budget` bytes of decoded blocks.
+    pub fn new(budget: u64) -> Self {
+        let shard_budget = (budget / SHARDS as u64) as usize;
+        BlockCache {
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        lru: LruCache::unbounded(),
+                        bytes: 0,
+                    })
+                })
+                .collect(),
+            shard_budget,
+            bytes: AtomicU64::new(0),
+        }
+    }
+
+    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
+        let h = key
+            .0
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(key.1.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+            .wrapping_add(key.2 as u64);
+        &self.shards[(h >> 32) as usize % SHARDS]
+    }
+
+    pub fn get(&self, key: &BlockKey) -> Option<Arc<[u8]>> {
+        self.shard(key).lock().lru.get(key).cloned()
+    }
+
+    /// Insert a block; blocks larger than a shard's budget are not kept.
+    pub fn insert(&self, key: BlockKey, block: Arc<[u8]>) {
+        let size = block.len();
+        if size > self.shard_budget {
+            return;
+        }
+        let mut freed = 0usize;
+        {
+            let mut s = self.shard(&key).lock();
+            if let Some(old) = s.lru.put(key, block) {
+                freed += old.len();
+            }
+            s.bytes = s.bytes + size - freed;
+            while s.bytes > self.shard_budget {
+                match s.lru.pop_lru() {
+                    Some((_, v)) => {
+                        s.bytes -= v.len();
+                        freed += v.len();
+                    }
+                    None => break,
+                }
+            }
+        }
+        self.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        self.bytes.fetch_sub(freed as u64, Ordering::Relaxed);
+    }
+
+    /// Drop every block of one container (when its source changed).
+    pub fn forget_container(&self, id: u64) {
+        for sh in &self.shards {
+            let mut s = sh.lock();
+            let keys: Vec<BlockKey> = s
+                .lru
+                .iter()
+                .filter(|(k, _)| k.0 == id)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in keys {
+                if let Some(v) = s.lru.pop(&k) {
+                    s.bytes -= v.len();
+                    self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Bytes currently held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The byte budget.
+    pub fn budget(&self) -> u64 {
+        (self.shard_budget * SHARDS) as u64
+    }
+}
+
+/// Counters a user can read from the mount root (`user.bloscfs.stats`).
+#[derive(Default)]
+pub struct Stats {
+    pub cache_hits: AtomicU64,
+    pub cache_misses: AtomicU64,
+    pub blocks_decoded: AtomicU64,
+    pub source_bytes_read: AtomicU64,
+    pub bytes_served: AtomicU64,
+    pub special_bytes_served: AtomicU64,
+}
+
+impl Stats {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn render(&self, cache: &BlockCache) -> String {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "cache_hits={}\ncache_misses={}\nblocks_decoded={}\nsource_bytes_read={}\nbytes_served={}\nspecial_bytes_served={}\ncache_bytes={}\ncache_budget={}\n",
+            g(&self.cache_hits),
+            g(&self.cache_misses),
+            g(&self.blocks_decoded),
+            g(&self.source_bytes_read),
+            g(&self.bytes_served),
+            g(&self.special_bytes_served),
+            cache.bytes(),
+            cache.budget()
+        )
+    }
+}

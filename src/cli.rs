@@ -1,0 +1,139 @@
+//! Command-line entry points: `bloscfs cat`, `bloscfs info`, and the mount form.
+
+use crate::container::{Container, Env};
+use crate::detect::open_path_with;
+use crate::error::Error;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Parse a size with an optional K/M/G/T suffix (powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
+    match open_path_with(path, env) {
+        Ok(Some(c)) => Ok(c),
+        Ok(None) => Err(format!(
+            "{}: not a Blosc container (no Blosc1/Blosc2 chunk, frame, sparse frame, packed super-chunk or Bloscpack header found)",
+            path.display()
+        )),
+        Err(e) => Err(e.in_file(path).to_string()),
+    }
+}
+
+pub const CAT_USAGE: &str = "usage: bloscfs cat [--offset N] [--length N] [--no-verify] FILE";
+
+/// `bloscfs cat`: write uncompressed bytes to stdout.
+pub fn cmd_cat(args: &[String]) -> Result<(), String> {
+    let mut offset = 0u64;
+    let mut length: Option<u64> = None;
+    let mut file: Option<PathBuf> = None;
+    let mut verify = true;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| -> Result<u64, String> {
+            let v = it
+                .next()
+                .ok_or_else(|| format!("{name} needs a value\n{CAT_USAGE}"))?;
+            parse_size(v).ok_or_else(|| format!("{name}: not a size: {v}"))
+        };
+        match a.as_str() {
+            "--offset" | "-o" => offset = value("--offset")?,
+            "--length" | "-n" => length = Some(value("--length")?),
+            "--no-verify" => verify = false,
+            "-h" | "--help" => {
+                println!("{CAT_USAGE}\nWrites the uncompressed bytes of FILE (or the window given) to stdout.");
+                return Ok(());
+            }
+            s if s.starts_with("--offset=") => {
+                offset = parse_size(&s[9..])
+                    .ok_or_else(|| format!("--offset: not a size: {}", &s[9..]))?
+            }
+            s if s.starts_with("--length=") => {
+                length = Some(
+                    parse_size(&s[9..])
+                        .ok_or_else(|| format!("--length: not a size: {}", &s[9..]))?,
+                )
+            }
+            s if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!("unknown option {s}\n{CAT_USAGE}"))
+            }
+            s => {
+                if file.replace(PathBuf::from(s)).is_some() {
+                    return Err(format!("cat takes one FILE\n{CAT_USAGE}"));
+                }
+            }
+        }
+    }
+    let file = file.ok_or_else(|| format!("missing FILE\n{CAT_USAGE}"))?;
+    let mut env = Env::new(64 << 20);
+    env.verify_checksums = verify;
+    let c = open_or_fail(&file, &env)?;
+    let end = match length {
+        Some(l) => offset.saturating_add(l).min(c.len()),
+        None => c.len(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut pos = offset.min(end);
+    while pos < end {
+        let n = ((end - pos) as usize).min(buf.len());
+        let got = c
+            .read_at(pos, &mut buf[..n])
+            .map_err(|e: Error| e.to_string())?;
+        if got == 0 {
+            break;
+        }
+        if let Err(e) = out.write_all(&buf[..got]) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(format!("writing stdout: {e}"));
+        }
+        pos += got as u64;
+    }
+    out.flush().map_err(|e| format!("writing stdout: {e}"))?;
+    Ok(())
+}
+
+pub const INFO_USAGE: &str = "usage: bloscfs info [--chunks] FILE";
+
+/// `bloscfs info`: describe a container.
+pub fn cmd_info(args: &[String]) -> Result<(), String> {
+    let mut chunks = false;
+    let mut file: Option<PathBuf> = None;
+    for a in args {
+        match a.as_str() {
+            "--chunks" | "-c" => chunks = true,
+            "-h" | "--help" => {
+                println!("{INFO_USAGE}\nShows the structure of a Blosc container; --chunks adds one line per chunk.");
+                return Ok(());
+            }
+            s if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!("unknown option {s}\n{INFO_USAGE}"))
+            }
+            s => {
+                if file.replace(PathBuf::from(s)).is_some() {
+                    return Err(format!("info takes one FILE\n{INFO_USAGE}"));
+                }
+            }
+        }
+    }
+    let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
+    let env = Env::new(16 << 20);
+    let c = open_or_fail(&file, &env)?;
+    print!("{}", crate::report::render_info(&c, chunks));
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! The text `bloscfs info` prints.
+
+use crate::container::Container;
+use crate::index::ChunkLoc;
+use std::fmt::Write;
+
+pub fn render_info(c: &Container, chunks: bool) -> String {
+    let i = c.info();
+    let mut s = String::new();
+    let _ = writeln!(s, "file:          {}", c.path().display());
+    let _ = writeln!(s, "format:        {} (version {})", i.format, i.version);
+    let _ = writeln!(s, "codec:         {}", i.codec);
+    let _ = writeln!(
+        s,
+        "filters:       {}",
+        if i.filters.is_empty() {
+            "none".to_string()
+        } else {
+            i.filters.join(", ")
+        }
+    );
+    let _ = writeln!(s, "typesize:      {}", i.typesize);
+    if i.chunksize == 0 {
+        let _ = writeln!(s, "chunksize:     variable");
+    } else {
+        let _ = writeln!(s, "chunksize:     {}", i.chunksize);
+    }
+    if let Some(Ok(l)) = c
+        .chunks()
+        .iter()
+        .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
+        .map(|ci| c.layout(ci))
+    {
+        let _ = writeln!(s, "blocksize:     {}", l.header.blocksize);
+    }
+    let _ = writeln!(s, "nchunks:       {}", i.nchunks);
+    let _ = writeln!(s, "nbytes:        {}", i.nbytes);
+    let _ = writeln!(s, "cbytes:        {}", i.cbytes);
+    let ratio = if i.cbytes > 0 {
+        i.nbytes as f64 / i.cbytes as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(s, "ratio:         {ratio:.2}x");
+    for (k, v) in &i.extra {
+        let _ = writeln!(s, "{:<15}{}", format!("{k}:"), v);
+    }
+    let names = |v: &[(String, Vec<u8>)]| {
+        v.iter()
+            .map(|(n, _)| n.clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !i.metalayers.is_empty() {
+        let _ = writeln!(s, "metalayers:    {}", names(&i.metalayers));
+    }
+    if !i.vlmetalayers.is_empty() {
+        let _ = writeln!(s, "vlmetalayers:  {}", names(&i.vlmetalayers));
+    }
+    if chunks {
+        let _ = writeln!(
+            s,
+            "\n{:>8} {:>14} {:>12} {:>14} {:>10}  kind",
+            "chunk", "uoffset", "nbytes", "offset", "cbytes"
+        );
+        for (n, e) in c.chunks().iter().enumerate() {
+            match &e.loc {
+                ChunkLoc::Special { kind, .. } => {
+                    let _ = writeln!(
+                        s,
+                        "{n:>8} {:>14} {:>12} {:>14} {:>10}  special: {}",
+                        e.uoff,
+                        e.ulen,
+                        "-",
+                        0,
+                        kind.name()
+                    );
+                }
+                ChunkLoc::Stored {
+                    src,
+                    offset,
+                    cbytes,
+                } => {
+                    let kind = match c.layout(n) {
+                        Ok(l) => match l.special {
+                            Some(k) => format!("special: {}", k.name()),
+                            None => format!(
+                                "{} {} blocks of {}{}",
+                                l.header.codec().map(|c| c.name()).unwrap_or("?"),
+                                l.header.nblocks(),
+                                l.header.blocksize,
+                                if l.header.memcpyed() {
+                                    " (memcpyed)"
+                                } else {
+                                    ""
+                                }
+                            ),
+                        },
+                        Err(e) => format!("error: {}", e.reason),
+                    };
+                    let src = if c.chunks().len() > 1 && *src > 0 {
+                        format!(" (source {src})")
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(
+                        s,
+                        "{n:>8} {:>14} {:>12} {:>14} {:>10}  {kind}{src}",
+                        e.uoff, e.ulen, offset, cbytes
+                    );
+                }
+            }
+        }
+    }
+    s
+}
