@@ -41,6 +41,29 @@ fn is_chunk(head: &[u8], file_len: u64) -> bool {
     }
 }
 
+/// What a cheap look at a file's first bytes tells: its format and, when the
+/// header says it, the uncompressed size (without building any index).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub kind: Kind,
+    /// Uncompressed size if known from the header alone.
+    pub nbytes: Option<u64>,
+}
+
+/// Look at the start of `path` (a file, or a sparse-frame directory) and say
+/// whether it is a container. Reads at most `SNIFF_LEN` bytes.
+pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
+    let src = FileSource::open(path)?;
+    let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
+    src.read_exact_at(0, &mut head).map_err(|e| e.in_file(path))?;
+    Ok(sniff(&head, src.len()).map(|kind| Probe {
+        kind,
+        nbytes: match kind {
+            Kind::Chunk => ChunkHeader::parse(&head).ok().map(|h| h.nbytes as u64),
+        },
+    }))
+}
+
 /// Open `path` as a container if its content is one (`Ok(None)` if not).
 pub fn open_path(path: &Path) -> Result<Option<Container>> {
     open_path_with(path, &Env::default())
