@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::format::chunk::{ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::Source;
+use crate::npy::NdLayout;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +58,22 @@ pub struct Container {
     index: Index,
     layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
     env: Env,
+    view: View,
+}
+
+/// How the raw uncompressed content is presented.
+#[derive(Debug, Clone)]
+pub enum View {
+    /// As it is.
+    Raw,
+    /// As a `.npy` file: `header` then the array data, either the raw content
+    /// itself (`nd: None`, e.g. Bloscpack arrays) or remapped from b2nd chunks
+    /// and blocks into C order.
+    Npy {
+        header: Vec<u8>,
+        nd: Option<NdLayout>,
+        descr: String,
+    },
 }
 
 impl Container {
@@ -69,11 +86,40 @@ impl Container {
             index,
             layouts: (0..n).map(|_| OnceLock::new()).collect(),
             env,
+            view: View::Raw,
         })
     }
 
-    /// Uncompressed length.
+    /// Present this container through `view` (checked against the content size).
+    pub fn with_view(mut self, view: View) -> Result<Container> {
+        if let View::Npy { nd: Some(nd), .. } = &view {
+            ensure!(
+                nd.raw_len() <= self.raw_len(),
+                corrupt,
+                "b2nd array needs {} bytes of chunk data but the frame holds {}",
+                nd.raw_len(),
+                self.raw_len()
+            );
+        }
+        self.view = view;
+        Ok(self)
+    }
+
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Presented length (the raw content, or the `.npy` file).
     pub fn len(&self) -> u64 {
+        match &self.view {
+            View::Raw => self.raw_len(),
+            View::Npy { header, nd: Some(nd), .. } => header.len() as u64 + nd.data_len(),
+            View::Npy { header, nd: None, .. } => header.len() as u64 + self.raw_len(),
+        }
+    }
+
+    /// Uncompressed length of the raw content.
+    pub fn raw_len(&self) -> u64 {
         self.index.info.nbytes
     }
     pub fn is_empty(&self) -> bool {
@@ -102,10 +148,73 @@ impl Container {
             .partition_point(|c| c.uoff + c.ulen <= off)
     }
 
-    /// Fill `buf` from uncompressed offset `offset`. Returns the bytes
-    /// written: `buf.len()` unless the range runs past the end.
+    /// Fill `buf` from offset `offset` of the presented file. Returns the
+    /// bytes written: `buf.len()` unless the range runs past the end.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let (header, nd) = match &self.view {
+            View::Raw => return self.read_raw_at(offset, buf),
+            View::Npy { header, nd, .. } => (header, nd),
+        };
         let len = self.len();
+        if offset >= len || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = (buf.len() as u64).min(len - offset) as usize;
+        let buf = &mut buf[..want];
+        let hl = header.len() as u64;
+        let mut done = 0usize;
+        if offset < hl {
+            let n = ((hl - offset) as usize).min(want);
+            buf[..n].copy_from_slice(&header[offset as usize..offset as usize + n]);
+            done = n;
+        }
+        if done == want {
+            return Ok(want);
+        }
+        let data_off = offset + done as u64 - hl;
+        let out = &mut buf[done..];
+        match nd {
+            None => {
+                let got = self.read_raw_at(data_off, out)?;
+                ensure!(got == out.len(), truncated, "array data shorter than its header says");
+            }
+            Some(nd) => {
+                // Element-aligned window covering the request.
+                let is = nd.itemsize;
+                let e0 = data_off / is;
+                let e1 = (data_off + out.len() as u64).div_ceil(is);
+                let skip = (data_off - e0 * is) as usize;
+                let mut pos = 0usize; // bytes of `out` filled
+                let mut first = true;
+                let mut tmp = Vec::new();
+                nd.for_each_run(e0, e1 - e0, |raw, k| {
+                    let bytes = (k * is) as usize;
+                    let (from, take) = if first {
+                        (skip, (bytes - skip).min(out.len() - pos))
+                    } else {
+                        (0, bytes.min(out.len() - pos))
+                    };
+                    first = false;
+                    if from == 0 {
+                        let got = self.read_raw_at(raw, &mut out[pos..pos + take])?;
+                        ensure!(got == take, truncated, "array chunk data is short");
+                    } else {
+                        tmp.resize(from + take, 0);
+                        let got = self.read_raw_at(raw, &mut tmp)?;
+                        ensure!(got == tmp.len(), truncated, "array chunk data is short");
+                        out[pos..pos + take].copy_from_slice(&tmp[from..]);
+                    }
+                    pos += take;
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(want)
+    }
+
+    /// Fill `buf` from offset `offset` of the raw uncompressed content.
+    pub fn read_raw_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let len = self.raw_len();
         if offset >= len || buf.is_empty() {
             return Ok(0);
         }

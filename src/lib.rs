@@ -13,6 +13,7 @@ pub mod filter;
 pub mod format;
 pub mod index;
 pub mod io;
+pub mod npy;
 pub mod report;
 
 pub use container::{Container, Env};

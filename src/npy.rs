@@ -1,0 +1,378 @@
+//! Presenting N-dimensional arrays as NumPy `.npy` files.
+//!
+//! A b2nd array is stored chunk by chunk (chunks in C order over the chunk
+//! grid), each chunk padded to `extchunkshape` (the chunk shape rounded up to
+//! whole blocks) and laid out block by block (C order over the block grid),
+//! each block in C order. `NdLayout` maps the logical C-order array back to
+//! that raw content, run by run, so a read touches only the blocks holding
+//! the elements it asks for.
+
+use crate::ensure;
+use crate::error::{Error, Result};
+
+/// Geometry of a b2nd array, checked on construction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NdLayout {
+    pub shape: Vec<u64>,
+    pub chunkshape: Vec<u64>,
+    pub blockshape: Vec<u64>,
+    pub itemsize: u64,
+    /// chunkshape rounded up to whole blocks.
+    ext: Vec<u64>,
+    /// Number of chunks along each dimension.
+    grid: Vec<u64>,
+    /// Blocks per chunk along each dimension.
+    bgrid: Vec<u64>,
+    chunk_bytes: u64,
+    block_bytes: u64,
+}
+
+/// Arrays bigger than this (elements x itemsize) are refused as corrupt.
+pub const MAX_ARRAY_BYTES: u64 = 1 << 56;
+
+impl NdLayout {
+    pub fn new(shape: &[u64], chunkshape: &[u64], blockshape: &[u64], itemsize: u64) -> Result<Self> {
+        let nd = shape.len();
+        ensure!(
+            chunkshape.len() == nd && blockshape.len() == nd,
+            corrupt,
+            "b2nd: shape, chunk shape and block shape have different ranks"
+        );
+        ensure!(nd <= 16, corrupt, "b2nd: {nd} dimensions (at most 16 are supported)");
+        ensure!(itemsize > 0 && itemsize <= 1 << 30, corrupt, "b2nd: bad itemsize {itemsize}");
+        let mut ext = Vec::with_capacity(nd);
+        let mut grid = Vec::with_capacity(nd);
+        let mut bgrid = Vec::with_capacity(nd);
+        let mut total = itemsize;
+        let mut chunk_bytes = itemsize;
+        let mut block_bytes = itemsize;
+        for k in 0..nd {
+            let (s, c, b) = (shape[k], chunkshape[k], blockshape[k]);
+            ensure!(
+                c > 0 && b > 0 && b <= c,
+                corrupt,
+                "b2nd: dimension {k}: chunk {c} / block {b} shape is not usable"
+            );
+            let e = c.div_ceil(b) * b;
+            ext.push(e);
+            grid.push(s.div_ceil(c));
+            bgrid.push(e / b);
+            let over = || Error::corrupt("b2nd: array size overflows");
+            total = total.checked_mul(s).ok_or_else(over)?;
+            chunk_bytes = chunk_bytes.checked_mul(e).ok_or_else(over)?;
+            block_bytes = block_bytes.checked_mul(b).ok_or_else(over)?;
+        }
+        ensure!(total <= MAX_ARRAY_BYTES, corrupt, "b2nd: array of {total} bytes is too large");
+        ensure!(
+            chunk_bytes <= i32::MAX as u64,
+            corrupt,
+            "b2nd: padded chunk of {chunk_bytes} bytes exceeds the 2 GiB chunk limit"
+        );
+        Ok(NdLayout {
+            shape: shape.to_vec(),
+            chunkshape: chunkshape.to_vec(),
+            blockshape: blockshape.to_vec(),
+            itemsize,
+            ext,
+            grid,
+            bgrid,
+            chunk_bytes,
+            block_bytes,
+        })
+    }
+
+    pub fn nelems(&self) -> u64 {
+        self.shape.iter().product()
+    }
+    /// Logical (C-order, unpadded) size in bytes.
+    pub fn data_len(&self) -> u64 {
+        self.nelems() * self.itemsize
+    }
+    /// Size of the raw padded content the frame must hold.
+    pub fn raw_len(&self) -> u64 {
+        self.grid.iter().product::<u64>() * self.chunk_bytes
+    }
+    pub fn chunk_bytes(&self) -> u64 {
+        self.chunk_bytes
+    }
+    pub fn block_bytes(&self) -> u64 {
+        self.block_bytes
+    }
+
+    /// Split the logical element range `[e0, e0+n)` into runs contiguous in
+    /// the raw content: calls `f(raw_offset_bytes, nelems)` for each, in order.
+    pub fn for_each_run(&self, e0: u64, n: u64, mut f: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
+        let nd = self.shape.len();
+        if n == 0 {
+            return Ok(());
+        }
+        if nd == 0 {
+            return f(0, 1);
+        }
+        // Unravel e0 into a multi-index.
+        let mut idx = vec![0u64; nd];
+        let mut rem = e0;
+        for k in (0..nd).rev() {
+            idx[k] = rem % self.shape[k];
+            rem /= self.shape[k];
+        }
+        let last = nd - 1;
+        let mut left = n;
+        while left > 0 {
+            // Raw offset of element `idx`.
+            let mut chunk_lin = 0u64;
+            let mut block_lin = 0u64;
+            let mut within = 0u64;
+            for k in 0..nd {
+                let c = idx[k] / self.chunkshape[k];
+                let j = idx[k] % self.chunkshape[k];
+                let b = j / self.blockshape[k];
+                let w = j % self.blockshape[k];
+                chunk_lin = chunk_lin * self.grid[k] + c;
+                block_lin = block_lin * self.bgrid[k] + b;
+                within = within * self.blockshape[k] + w;
+            }
+            let raw = chunk_lin * self.chunk_bytes + block_lin * self.block_bytes + within * self.itemsize;
+            // Run along the last dimension: up to the block edge, the chunk
+            // edge and the array edge.
+            let i = idx[last];
+            let j = i % self.chunkshape[last];
+            let w = j % self.blockshape[last];
+            let mut run = (self.blockshape[last] - w)
+                .min(self.chunkshape[last] - j)
+                .min(self.shape[last] - i)
+                .min(left);
+            // Whole rows of a block extend the run when the block spans the
+            // full trailing extent (common for 1-D and row-major blocks).
+            if run == self.shape[last] - i
+                && nd > 1
+                && i == 0
+                && self.blockshape[last] == self.shape[last]
+                && self.chunkshape[last] == self.shape[last]
+            {
+                // Rows are adjacent inside a block when the block covers whole
+                // rows; extend over following rows in the same block.
+                let k = last - 1;
+                let rows_left_block = self.blockshape[k] - (idx[k] % self.chunkshape[k]) % self.blockshape[k];
+                let rows_left_chunk = self.chunkshape[k] - idx[k] % self.chunkshape[k];
+                let rows_left_arr = self.shape[k] - idx[k];
+                let rows = rows_left_block.min(rows_left_chunk).min(rows_left_arr);
+                let elems = (rows * self.shape[last]).min(left);
+                run = elems;
+            }
+            f(raw, run)?;
+            left -= run;
+            // Advance idx by `run` elements.
+            let mut carry = run;
+            for k in (0..nd).rev() {
+                let v = idx[k] + carry;
+                idx[k] = v % self.shape[k];
+                carry = v / self.shape[k];
+                if carry == 0 {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Itemsize of a NumPy dtype descr as python-blosc2 and bloscpack store it
+/// (`'<f8'`, `'|S3'`, `'<U5'`, `'<M8[s]'`, or a structured list
+/// `[('a', '<i4'), ('b', '<f8', (2,))]`). `None` if we cannot tell.
+pub fn descr_itemsize(descr: &str) -> Option<u64> {
+    let d = descr.trim();
+    if d.starts_with('[') {
+        return structured_itemsize(d);
+    }
+    let d = d.trim_matches(|c| c == '\'' || c == '"');
+    let body = d.strip_prefix(['<', '>', '|', '=']).unwrap_or(d);
+    let mut chars = body.chars();
+    let kind = chars.next()?;
+    let rest: String = chars.take_while(|c| c.is_ascii_digit()).collect();
+    let n: u64 = rest.parse().ok()?;
+    match kind {
+        'b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'V' | 'a' | 'M' | 'm' => Some(n),
+        'U' => n.checked_mul(4),
+        '?' => Some(1),
+        _ => None,
+    }
+}
+
+/// Itemsize of a structured descr: the sum of its fields (with subarray shapes).
+fn structured_itemsize(d: &str) -> Option<u64> {
+    let inner = d.strip_prefix('[')?.strip_suffix(']')?;
+    let mut total = 0u64;
+    let mut depth = 0i32;
+    let mut start = None;
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '(' | '[' => {
+                if depth == 0 && ch == '(' {
+                    start = Some(i + 1);
+                }
+                depth += 1;
+            }
+            ')' | ']' => {
+                depth -= 1;
+                if depth == 0 && ch == ')' {
+                    let field = &inner[start?..i];
+                    total = total.checked_add(field_itemsize(field)?)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(total)
+}
+
+/// One field `'name', <dtype>[, (shape)]`.
+fn field_itemsize(f: &str) -> Option<u64> {
+    // Skip the name (a quoted string).
+    let f = f.trim();
+    let q = f.chars().next()?;
+    let end = f[1..].find(q)? + 1;
+    let rest = f[end + 1..].trim().strip_prefix(',')?.trim();
+    let (dtype, shape) = if rest.starts_with('[') {
+        // nested structured dtype
+        let close = matching(rest, '[', ']')?;
+        (&rest[..=close], rest[close + 1..].trim())
+    } else {
+        let q = rest.chars().next()?;
+        let e = rest[1..].find(q)? + 1;
+        (&rest[..=e], rest[e + 1..].trim())
+    };
+    let mut size = descr_itemsize(dtype)?;
+    if let Some(s) = shape.strip_prefix(',') {
+        let s = s.trim().trim_start_matches('(').trim_end_matches(')');
+        for dim in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            size = size.checked_mul(dim.parse().ok()?)?;
+        }
+    }
+    Some(size)
+}
+
+fn matching(s: &str, open: char, close: char) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in s.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// A `.npy` header (format 1.0, or 2.0 when the header needs more than
+/// 65535 bytes), padded with spaces to a multiple of 64 bytes as NumPy does.
+pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
+    let shape_s = match shape.len() {
+        0 => "()".to_string(),
+        1 => format!("({},)", shape[0]),
+        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+    };
+    let descr_s = if descr.trim_start().starts_with('[') {
+        descr.to_string()
+    } else {
+        format!("'{}'", descr.trim_matches(|c| c == '\'' || c == '"'))
+    };
+    let dict = format!(
+        "{{'descr': {descr_s}, 'fortran_order': {}, 'shape': {shape_s}, }}",
+        if fortran_order { "True" } else { "False" }
+    );
+    for (major, len_bytes) in [(1u8, 2usize), (2u8, 4usize)] {
+        let pre = 6 + 2 + len_bytes;
+        let total = (pre + dict.len() + 1).div_ceil(64) * 64;
+        let hlen = total - pre;
+        if major == 1 && hlen > u16::MAX as usize {
+            continue;
+        }
+        let mut h = Vec::with_capacity(total);
+        h.extend_from_slice(b"\x93NUMPY");
+        h.push(major);
+        h.push(0);
+        if major == 1 {
+            h.extend_from_slice(&(hlen as u16).to_le_bytes());
+        } else {
+            h.extend_from_slice(&(hlen as u32).to_le_bytes());
+        }
+        h.extend_from_slice(dict.as_bytes());
+        h.resize(total - 1, b' ');
+        h.push(b'\n');
+        return h;
+    }
+    unreachable!("a 4-byte header length always fits")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn itemsizes() {
+        assert_eq!(descr_itemsize("<f8"), Some(8));
+        assert_eq!(descr_itemsize("|b1"), Some(1));
+        assert_eq!(descr_itemsize("<U5"), Some(20));
+        assert_eq!(descr_itemsize("<M8[s]"), Some(8));
+        assert_eq!(descr_itemsize("|S3"), Some(3));
+        assert_eq!(
+            descr_itemsize("[('a', '<i4'), ('b', '<f8', (2,)), ('c', 'S3')]"),
+            Some(4 + 16 + 3)
+        );
+        assert_eq!(descr_itemsize("[('a', [('x', '<i2'), ('y', '<i2')]), ('b', '<f4', (2, 3))]"), Some(4 + 24));
+        assert_eq!(descr_itemsize("object"), None);
+    }
+
+    #[test]
+    fn header_is_aligned() {
+        let h = npy_header("<f8", false, &[3, 4]);
+        assert_eq!(h.len() % 64, 0);
+        assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
+        assert_eq!(*h.last().unwrap(), b'\n');
+    }
+
+    /// Brute force: the element at each multi-index against `for_each_run`.
+    #[test]
+    fn runs_match_brute_force() {
+        let cases: &[(&[u64], &[u64], &[u64])] = &[
+            (&[7, 11, 5], &[4, 6, 3], &[2, 3, 2]),
+            (&[10], &[4], &[3]),
+            (&[5, 8], &[5, 8], &[2, 8]),
+            (&[3, 3, 3, 3], &[2, 2, 2, 2], &[1, 2, 1, 2]),
+        ];
+        for &(shape, cs, bs) in cases {
+            let l = NdLayout::new(shape, cs, bs, 1).unwrap();
+            let n = l.nelems();
+            // expected raw offset of each element
+            let expect: Vec<u64> = (0..n)
+                .map(|e| {
+                    let mut out = 0;
+                    l.for_each_run(e, 1, |r, _| {
+                        out = r;
+                        Ok(())
+                    })
+                    .unwrap();
+                    out
+                })
+                .collect();
+            for start in 0..n {
+                for len in [1, 2, 5, 13, n] {
+                    let len = len.min(n - start);
+                    let mut got = Vec::new();
+                    l.for_each_run(start, len, |r, k| {
+                        for t in 0..k {
+                            got.push(r + t);
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                    assert_eq!(&got[..], &expect[start as usize..(start + len) as usize]);
+                }
+            }
+        }
+    }
+}
