@@ -71,6 +71,11 @@ pub fn open_path(path: &Path) -> Result<Option<Container>> {
 
 pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
+    open_source(src, path, env)
+}
+
+/// Open the bytes of `src` as a container (`path` names it in messages).
+pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Option<Container>> {
     let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
     src.read_exact_at(0, &mut head)
         .map_err(|e| e.in_file(path))?;
