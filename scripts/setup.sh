@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what bloscfs needs on a fresh Debian machine (idempotent):
+# FUSE 3 and attr tools from Debian, and a Python venv with the reference
+# Blosc libraries (test oracles and benchmark contenders) from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v fusermount3 >/dev/null 2>&1 || need_apt+=(fuse3)
+command -v getfattr >/dev/null 2>&1 || need_apt+=(attr)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import blosc2, blosc, bloscpack, numpy' >/dev/null 2>&1 \
+   || ! cmp -s scripts/requirements.txt .venv/.installed-requirements; then
+    .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
+    cp scripts/requirements.txt .venv/.installed-requirements
+fi

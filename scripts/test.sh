@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: set-up, lint, the reference fixture
+# matrix, unit/integration/mount tests, and a short run of every fuzz target.
+#   scripts/test.sh            everything
+#   FUZZ_SECONDS=0 scripts/test.sh   skip fuzzing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+scripts/setup.sh
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --all-targets -- -D warnings
+
+echo "== reference fixture matrix (written by python-blosc2, python-blosc, bloscpack)"
+rm -rf fixtures-full
+.venv/bin/python scripts/gen_fixtures.py fixtures-full --full
+
+# Mount tests need FUSE: in CI its absence is a failure, not a skip.
+if [ -n "${CI:-}" ]; then
+    [ -e /dev/fuse ] || { echo "FAIL: /dev/fuse missing"; exit 1; }
+    command -v fusermount3 >/dev/null || { echo "FAIL: fusermount3 missing"; exit 1; }
+fi
+
+echo "== cargo test"
+BLOSCFS_FIXTURES="$PWD/fixtures-full" cargo test --release -- --test-threads=2
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+if [ "$FUZZ_SECONDS" -gt 0 ]; then
+    echo "== fuzz (${FUZZ_SECONDS}s per target; see fuzz/README.md to run longer)"
+    scripts/fuzz.sh "$FUZZ_SECONDS"
+fi
+echo "== all tests passed"
