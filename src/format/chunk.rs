@@ -132,7 +132,7 @@ impl ChunkHeader {
         );
         let version = b[0];
         ensure!(
-            (1..=5).contains(&version),
+            (1..=6).contains(&version),
             corrupt,
             "not a Blosc chunk: unknown format version {version}"
         );
@@ -182,6 +182,13 @@ impl ChunkHeader {
             h.compcode_meta = b[23];
             h.filters_meta.copy_from_slice(&b[24..30]);
             h.blosc2_flags = b[31];
+            // Byte 30 (blosc2_flags2) bit 0 marks variable-length blocks
+            // (format version 6), where `blocksize` is a block count.
+            ensure!(
+                b[30] & 0x01 == 0,
+                unsupported,
+                "unsupported chunk: variable-length blocks (format version {version})"
+            );
         } else {
             // Blosc1 flags describe at most shuffle/bitshuffle and delta.
             if flags & FLAG_SHUFFLE != 0 {
