@@ -113,8 +113,14 @@ impl Container {
     pub fn len(&self) -> u64 {
         match &self.view {
             View::Raw => self.raw_len(),
-            View::Npy { header, nd: Some(nd), .. } => header.len() as u64 + nd.data_len(),
-            View::Npy { header, nd: None, .. } => header.len() as u64 + self.raw_len(),
+            View::Npy {
+                header,
+                nd: Some(nd),
+                ..
+            } => header.len() as u64 + nd.data_len(),
+            View::Npy {
+                header, nd: None, ..
+            } => header.len() as u64 + self.raw_len(),
         }
     }
 
@@ -176,7 +182,11 @@ impl Container {
         match nd {
             None => {
                 let got = self.read_raw_at(data_off, out)?;
-                ensure!(got == out.len(), truncated, "array data shorter than its header says");
+                ensure!(
+                    got == out.len(),
+                    truncated,
+                    "array data shorter than its header says"
+                );
             }
             Some(nd) => {
                 // Element-aligned window covering the request.

@@ -65,71 +65,131 @@ pub fn decode_block(
         out.copy_from_slice(&data[..bsize]);
         return Ok(());
     }
-    let filters: Vec<(u8, u8)> = h.decode_filters().collect();
-    let only_noop = filters
-        .iter()
-        .all(|&(f, _)| f == filter_id::TRUNC_PREC || f == filter_id::INT_TRUNC);
-    if only_noop {
-        return decode_streams(layout, i, data, out);
+    let steps = steps(h)?;
+    let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
+    if moving == 0 {
+        decode_streams(layout, i, data, out)?;
+        for _ in &steps {
+            delta_step(h.typesize as usize, i, block0, out)?;
+        }
+        return Ok(());
     }
-    SCRATCH.with(|s| {
-        let mut s = s.borrow_mut();
-        let (a, b) = &mut *s;
+    SCRATCH.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let (a, b) = &mut *cell;
         a.resize(bsize, 0);
         b.resize(bsize, 0);
-        decode_streams(layout, i, data, a)?;
-        // `cur` holds the current data; each filter writes into the other buffer.
-        let mut in_a = true;
-        for &(f, meta) in &filters {
-            let (src, dst) = if in_a {
-                (&mut a[..], &mut b[..])
+        // Targets of the buffer-to-buffer steps, chosen backwards so the last
+        // one writes straight into `out` (no final copy).
+        let mut targets = vec![Buf::Out; moving];
+        for k in (0..moving.saturating_sub(1)).rev() {
+            targets[k] = if (moving - 1 - k) % 2 == 1 {
+                Buf::A
             } else {
-                (&mut b[..], &mut a[..])
+                Buf::B
             };
-            let ts = h.typesize as usize;
-            match f {
-                filter_id::SHUFFLE => {
-                    // filters_meta holds extra rounds of shuffling.
-                    filter::shuffle::unshuffle(ts, src, dst);
-                    in_a = !in_a;
-                    for _ in 0..meta {
-                        let (src, dst) = if in_a {
-                            (&mut a[..], &mut b[..])
-                        } else {
-                            (&mut b[..], &mut a[..])
-                        };
-                        filter::shuffle::unshuffle(ts, src, dst);
-                        in_a = !in_a;
-                    }
-                }
-                filter_id::BITSHUFFLE => {
-                    filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?;
-                    in_a = !in_a;
-                }
-                filter_id::DELTA => {
-                    if i == 0 {
-                        filter::delta::decode_ref(ts, src);
-                    } else {
-                        let r = block0.ok_or_else(|| {
-                            Error::corrupt("internal: delta block decoded without block 0")
-                        })?;
-                        filter::delta::decode_against(ts, r, src);
-                    }
-                }
-                filter_id::BYTEDELTA => {
-                    let ts = if meta != 0 { meta as usize } else { ts };
-                    filter::bytedelta::decode(ts, src, dst)?;
-                    in_a = !in_a;
-                }
-                filter_id::TRUNC_PREC | filter_id::INT_TRUNC => {}
-                other => {
-                    return Err(Error::unsupported(format!("unsupported filter {other}")));
-                }
-            }
         }
-        out.copy_from_slice(if in_a { &a[..] } else { &b[..] });
+        let mut cur = match targets[0] {
+            Buf::A => Buf::B,
+            _ => Buf::A,
+        };
+        decode_streams(layout, i, data, buf(cur, out, a, b))?;
+        let ts = h.typesize as usize;
+        let mut k = 0;
+        for step in &steps {
+            if let Step::Delta = step {
+                delta_step(ts, i, block0, buf(cur, out, a, b))?;
+                continue;
+            }
+            let dst_id = targets[k];
+            k += 1;
+            let (src, dst) = pair(cur, dst_id, out, a, b);
+            match step {
+                Step::Unshuffle => filter::shuffle::unshuffle(ts, src, dst),
+                Step::Bitunshuffle => filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?,
+                Step::Bytedelta(t) => filter::bytedelta::decode(*t, src, dst)?,
+                Step::Delta => unreachable!(),
+            }
+            cur = dst_id;
+        }
         Ok(())
     })
+}
+
+/// One decode step of the filter pipeline.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Unshuffle,
+    Bitunshuffle,
+    Bytedelta(usize),
+    /// In place, against block 0.
+    Delta,
+}
+
+/// The chunk's filters as decode steps (slot 5 down to 0), unknown ids refused.
+fn steps(h: &crate::format::chunk::ChunkHeader) -> Result<Vec<Step>> {
+    let mut v = Vec::new();
+    for (f, meta) in h.decode_filters() {
+        match f {
+            // filters_meta holds extra rounds of shuffling.
+            filter_id::SHUFFLE => v.extend(std::iter::repeat_n(Step::Unshuffle, meta as usize + 1)),
+            filter_id::BITSHUFFLE => v.push(Step::Bitunshuffle),
+            filter_id::DELTA => v.push(Step::Delta),
+            filter_id::BYTEDELTA => v.push(Step::Bytedelta(if meta != 0 {
+                meta as usize
+            } else {
+                h.typesize as usize
+            })),
+            filter_id::TRUNC_PREC | filter_id::INT_TRUNC => {}
+            other => return Err(Error::unsupported(format!("unsupported filter {other}"))),
+        }
+    }
+    Ok(v)
+}
+
+fn delta_step(ts: usize, i: u32, block0: Option<&[u8]>, data: &mut [u8]) -> Result<()> {
+    if i == 0 {
+        filter::delta::decode_ref(ts, data);
+    } else {
+        let r = block0
+            .ok_or_else(|| Error::corrupt("internal: delta block decoded without block 0"))?;
+        filter::delta::decode_against(ts, r, data);
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Buf {
+    Out,
+    A,
+    B,
+}
+
+fn buf<'x>(id: Buf, out: &'x mut [u8], a: &'x mut [u8], b: &'x mut [u8]) -> &'x mut [u8] {
+    match id {
+        Buf::Out => out,
+        Buf::A => a,
+        Buf::B => b,
+    }
+}
+
+/// Distinct source and destination buffers.
+fn pair<'x>(
+    s: Buf,
+    d: Buf,
+    out: &'x mut [u8],
+    a: &'x mut [u8],
+    b: &'x mut [u8],
+) -> (&'x [u8], &'x mut [u8]) {
+    match (s, d) {
+        (Buf::A, Buf::B) => (a, b),
+        (Buf::B, Buf::A) => (b, a),
+        (Buf::A, Buf::Out) => (a, out),
+        (Buf::B, Buf::Out) => (b, out),
+        (Buf::Out, Buf::A) => (out, a),
+        (Buf::Out, Buf::B) => (out, b),
+        _ => unreachable!("source and destination are always distinct"),
+    }
 }
 
 /// Decompress the streams of block `i` into `out` (no filters).

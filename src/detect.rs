@@ -55,7 +55,8 @@ pub struct Probe {
 pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
     let src = FileSource::open(path)?;
     let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
-    src.read_exact_at(0, &mut head).map_err(|e| e.in_file(path))?;
+    src.read_exact_at(0, &mut head)
+        .map_err(|e| e.in_file(path))?;
     Ok(sniff(&head, src.len()).map(|kind| Probe {
         kind,
         nbytes: match kind {

@@ -31,15 +31,28 @@ pub struct NdLayout {
 pub const MAX_ARRAY_BYTES: u64 = 1 << 56;
 
 impl NdLayout {
-    pub fn new(shape: &[u64], chunkshape: &[u64], blockshape: &[u64], itemsize: u64) -> Result<Self> {
+    pub fn new(
+        shape: &[u64],
+        chunkshape: &[u64],
+        blockshape: &[u64],
+        itemsize: u64,
+    ) -> Result<Self> {
         let nd = shape.len();
         ensure!(
             chunkshape.len() == nd && blockshape.len() == nd,
             corrupt,
             "b2nd: shape, chunk shape and block shape have different ranks"
         );
-        ensure!(nd <= 16, corrupt, "b2nd: {nd} dimensions (at most 16 are supported)");
-        ensure!(itemsize > 0 && itemsize <= 1 << 30, corrupt, "b2nd: bad itemsize {itemsize}");
+        ensure!(
+            nd <= 16,
+            corrupt,
+            "b2nd: {nd} dimensions (at most 16 are supported)"
+        );
+        ensure!(
+            itemsize > 0 && itemsize <= 1 << 30,
+            corrupt,
+            "b2nd: bad itemsize {itemsize}"
+        );
         let mut ext = Vec::with_capacity(nd);
         let mut grid = Vec::with_capacity(nd);
         let mut bgrid = Vec::with_capacity(nd);
@@ -62,7 +75,11 @@ impl NdLayout {
             chunk_bytes = chunk_bytes.checked_mul(e).ok_or_else(over)?;
             block_bytes = block_bytes.checked_mul(b).ok_or_else(over)?;
         }
-        ensure!(total <= MAX_ARRAY_BYTES, corrupt, "b2nd: array of {total} bytes is too large");
+        ensure!(
+            total <= MAX_ARRAY_BYTES,
+            corrupt,
+            "b2nd: array of {total} bytes is too large"
+        );
         ensure!(
             chunk_bytes <= i32::MAX as u64,
             corrupt,
@@ -101,7 +118,12 @@ impl NdLayout {
 
     /// Split the logical element range `[e0, e0+n)` into runs contiguous in
     /// the raw content: calls `f(raw_offset_bytes, nelems)` for each, in order.
-    pub fn for_each_run(&self, e0: u64, n: u64, mut f: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
+    pub fn for_each_run(
+        &self,
+        e0: u64,
+        n: u64,
+        mut f: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<()> {
         let nd = self.shape.len();
         if n == 0 {
             return Ok(());
@@ -132,7 +154,9 @@ impl NdLayout {
                 block_lin = block_lin * self.bgrid[k] + b;
                 within = within * self.blockshape[k] + w;
             }
-            let raw = chunk_lin * self.chunk_bytes + block_lin * self.block_bytes + within * self.itemsize;
+            let raw = chunk_lin * self.chunk_bytes
+                + block_lin * self.block_bytes
+                + within * self.itemsize;
             // Run along the last dimension: up to the block edge, the chunk
             // edge and the array edge.
             let i = idx[last];
@@ -153,7 +177,8 @@ impl NdLayout {
                 // Rows are adjacent inside a block when the block covers whole
                 // rows; extend over following rows in the same block.
                 let k = last - 1;
-                let rows_left_block = self.blockshape[k] - (idx[k] % self.chunkshape[k]) % self.blockshape[k];
+                let rows_left_block =
+                    self.blockshape[k] - (idx[k] % self.chunkshape[k]) % self.blockshape[k];
                 let rows_left_chunk = self.chunkshape[k] - idx[k] % self.chunkshape[k];
                 let rows_left_arr = self.shape[k] - idx[k];
                 let rows = rows_left_block.min(rows_left_chunk).min(rows_left_arr);
@@ -273,7 +298,14 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
     let shape_s = match shape.len() {
         0 => "()".to_string(),
         1 => format!("({},)", shape[0]),
-        _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     let descr_s = if descr.trim_start().starts_with('[') {
         descr.to_string()
@@ -323,7 +355,10 @@ mod tests {
             descr_itemsize("[('a', '<i4'), ('b', '<f8', (2,)), ('c', 'S3')]"),
             Some(4 + 16 + 3)
         );
-        assert_eq!(descr_itemsize("[('a', [('x', '<i2'), ('y', '<i2')]), ('b', '<f4', (2, 3))]"), Some(4 + 24));
+        assert_eq!(
+            descr_itemsize("[('a', [('x', '<i2'), ('y', '<i2')]), ('b', '<f4', (2, 3))]"),
+            Some(4 + 24)
+        );
         assert_eq!(descr_itemsize("object"), None);
     }
 
