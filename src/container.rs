@@ -71,7 +71,7 @@ pub enum View {
     /// and blocks into C order.
     Npy {
         header: Vec<u8>,
-        nd: Option<NdLayout>,
+        nd: Option<Box<NdLayout>>,
         descr: String,
     },
 }

@@ -118,6 +118,7 @@ impl NdLayout {
 
     /// Split the logical element range `[e0, e0+n)` into runs contiguous in
     /// the raw content: calls `f(raw_offset_bytes, nelems)` for each, in order.
+    #[allow(clippy::needless_range_loop)] // walks several per-dimension arrays in step
     pub fn for_each_run(
         &self,
         e0: u64,
