@@ -8,6 +8,7 @@
 //!   distance is `((ctrl & 31) << 8) + byte + 1`, or, when both parts are
 //!   all ones, `8192 +` a 16-bit big-endian distance that follows. The copy
 //!   has LZ77 semantics (it may overlap its own output).
+//!
 //! The first byte's top three bits carry the format level and are ignored;
 //! the first instruction is always a literal. A stream ends after an
 //! instruction that consumes the last input byte (the reference decoder
