@@ -90,6 +90,24 @@ impl Container {
         })
     }
 
+    /// Take codec and filter names from the first stored chunk's own header
+    /// (container headers use other numberings, and chunks are what count).
+    pub fn refine_info(&mut self) {
+        let first = self
+            .index
+            .chunks
+            .iter()
+            .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }));
+        if let Some(Ok(l)) = first.map(|ci| self.layout(ci)) {
+            if l.special.is_none() {
+                if let Ok(c) = l.header.codec() {
+                    self.index.info.codec = c.name().to_string();
+                }
+                self.index.info.filters = crate::describe::filter_names(&l.header);
+            }
+        }
+    }
+
     /// Present this container through `view` (checked against the content size).
     pub fn with_view(mut self, view: View) -> Result<Container> {
         if let View::Npy { nd: Some(nd), .. } = &view {

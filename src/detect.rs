@@ -1,11 +1,13 @@
 //! Content detection: which container format a file (or directory) holds,
 //! and opening it as a `Container`. Names never matter.
 
-use crate::container::{Container, Env};
+use crate::container::{Container, Env, View};
 use crate::error::Result;
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
+use crate::format::frame;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
+use crate::npy::{descr_itemsize, npy_header, NdLayout};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -14,11 +16,19 @@ pub const SNIFF_LEN: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A single Blosc1/Blosc2 chunk.
     Chunk,
+    /// A contiguous Blosc2 frame.
+    Frame,
+    /// A sparse frame (a directory).
+    SFrame,
 }
 
 /// Guess the format from a file's first bytes and its length.
 pub fn sniff(head: &[u8], file_len: u64) -> Option<Kind> {
+    if frame::is_frame(head) {
+        return Some(Kind::Frame);
+    }
     if is_chunk(head, file_len) {
         return Some(Kind::Chunk);
     }
@@ -46,21 +56,40 @@ fn is_chunk(head: &[u8], file_len: u64) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     pub kind: Kind,
-    /// Uncompressed size if known from the header alone.
+    /// Raw uncompressed size if known from the header alone.
     pub nbytes: Option<u64>,
 }
 
-/// Look at the start of `path` (a file, or a sparse-frame directory) and say
-/// whether it is a container. Reads at most `SNIFF_LEN` bytes.
-pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
-    let src = FileSource::open(path)?;
+fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
     let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
     src.read_exact_at(0, &mut head)
         .map_err(|e| e.in_file(path))?;
+    Ok(head)
+}
+
+/// Look at the start of `path` (a file, or a sparse-frame directory) and say
+/// whether it is a container. Reads at most `SNIFF_LEN` bytes (frames with
+/// big headers: the header).
+pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
+    if path.is_dir() {
+        if !crate::open::frame::is_sframe_dir(path) {
+            return Ok(None);
+        }
+        let p = path.join("chunks.b2frame");
+        let src = FileSource::open(&p)?;
+        let head = head_of(&src, &p)?;
+        return Ok(Some(Probe {
+            kind: Kind::SFrame,
+            nbytes: crate::open::frame::probe(&head),
+        }));
+    }
+    let src = FileSource::open(path)?;
+    let head = head_of(&src, path)?;
     Ok(sniff(&head, src.len()).map(|kind| Probe {
         kind,
         nbytes: match kind {
             Kind::Chunk => ChunkHeader::parse(&head).ok().map(|h| h.nbytes as u64),
+            Kind::Frame | Kind::SFrame => crate::open::frame::probe(&head),
         },
     }))
 }
@@ -71,23 +100,77 @@ pub fn open_path(path: &Path) -> Result<Option<Container>> {
 }
 
 pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
+    if path.is_dir() {
+        if !crate::open::frame::is_sframe_dir(path) {
+            return Ok(None);
+        }
+        let index = crate::open::frame::open_sframe(path).map_err(|e| e.in_file(path))?;
+        return finish(path, index, env).map(Some);
+    }
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
     open_source(src, path, env)
 }
 
 /// Open the bytes of `src` as a container (`path` names it in messages).
 pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Option<Container>> {
-    let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
-    src.read_exact_at(0, &mut head)
-        .map_err(|e| e.in_file(path))?;
+    let head = head_of(src.as_ref(), path)?;
     let Some(kind) = sniff(&head, src.len()) else {
         return Ok(None);
     };
     let index = match kind {
         Kind::Chunk => open_chunk(src),
+        Kind::Frame => crate::open::frame::open(src),
+        Kind::SFrame => unreachable!("sniff never says SFrame"),
     }
     .map_err(|e| e.in_file(path))?;
-    Container::new(path, index, env.clone()).map(Some)
+    finish(path, index, env).map(Some)
+}
+
+/// Wrap an index in a container with the right view (`.npy` for arrays).
+fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
+    let view = npy_view(&index.info);
+    let mut c = Container::new(path, index, env.clone())?;
+    c.refine_info();
+    match view {
+        Some(Ok(v)) => c.with_view(v).map_err(|e| e.in_file(path)),
+        Some(Err(e)) => {
+            log::warn!("{}: array presented as raw bytes: {e}", path.display());
+            Ok(c)
+        }
+        None => Ok(c),
+    }
+}
+
+/// The `.npy` view of an N-dimensional array, if the container is one.
+pub fn npy_view(info: &Info) -> Option<Result<View>> {
+    let meta = info
+        .metalayers
+        .iter()
+        .find(|(n, _)| n == "b2nd" || n == "caterva")
+        .map(|(_, v)| v)?;
+    Some((|| {
+        let m = crate::format::b2nd::parse(meta)?;
+        let itemsize = descr_itemsize(&m.dtype)
+            .or(if m.dtype.is_empty() {
+                Some(info.typesize as u64)
+            } else {
+                None
+            })
+            .ok_or_else(|| {
+                crate::Error::unsupported(format!("dtype {:?} cannot be expressed", m.dtype))
+            })?;
+        let descr = if m.dtype.is_empty() {
+            format!("|V{itemsize}")
+        } else {
+            m.dtype.clone()
+        };
+        let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
+        Ok(View::Npy {
+            header: npy_header(&descr, false, &m.shape),
+            nd: Some(Box::new(nd)),
+            descr,
+        })
+    })())
 }
 
 /// The index of a file holding exactly one chunk.

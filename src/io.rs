@@ -112,3 +112,38 @@ impl Source for MemSource {
         Ok(())
     }
 }
+
+/// A file opened on first use (sparse frames may have thousands of chunk
+/// files; most are never read).
+pub struct LazyFileSource {
+    path: PathBuf,
+    file: std::sync::OnceLock<FileSource>,
+}
+
+impl LazyFileSource {
+    pub fn new(path: PathBuf) -> Self {
+        LazyFileSource {
+            path,
+            file: std::sync::OnceLock::new(),
+        }
+    }
+    fn get(&self) -> Result<&FileSource> {
+        if let Some(f) = self.file.get() {
+            return Ok(f);
+        }
+        let f = FileSource::open(&self.path)?;
+        Ok(self.file.get_or_init(|| f))
+    }
+}
+
+impl Source for LazyFileSource {
+    fn len(&self) -> u64 {
+        self.get().map(|f| f.len()).unwrap_or(0)
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.get()?.read_exact_at(offset, buf)
+    }
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}

@@ -14,6 +14,7 @@ pub mod format;
 pub mod index;
 pub mod io;
 pub mod npy;
+pub mod open;
 pub mod report;
 
 pub use container::{Container, Env};

@@ -42,6 +42,15 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         0.0
     };
     let _ = writeln!(s, "ratio:         {ratio:.2}x");
+    if let crate::container::View::Npy { nd, descr, .. } = c.view() {
+        let _ = writeln!(s, "presented as:  .npy, dtype {descr}");
+        if let Some(nd) = nd {
+            let _ = writeln!(s, "shape:         {:?}", nd.shape);
+            let _ = writeln!(s, "chunk shape:   {:?}", nd.chunkshape);
+            let _ = writeln!(s, "block shape:   {:?}", nd.blockshape);
+        }
+        let _ = writeln!(s, "npy size:      {}", c.len());
+    }
     for (k, v) in &i.extra {
         let _ = writeln!(s, "{:<15}{}", format!("{k}:"), v);
     }

@@ -1,3 +1,6 @@
 //! Container formats: pure parsing over byte slices, no I/O.
 
+pub mod b2nd;
 pub mod chunk;
+pub mod frame;
+pub mod msgpack;

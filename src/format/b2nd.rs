@@ -1,0 +1,68 @@
+//! The `b2nd` (formerly `caterva`) metalayer of an N-dimensional array:
+//! msgpack `[version, ndim, shape[int64], chunkshape[int32],
+//! blockshape[int32], dtype_format, dtype]`.
+
+use crate::ensure;
+use crate::error::{Error, Result};
+use crate::format::msgpack::{Reader, Val};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct B2nd {
+    pub version: i64,
+    pub shape: Vec<u64>,
+    pub chunkshape: Vec<u64>,
+    pub blockshape: Vec<u64>,
+    /// 0 = NumPy dtype string.
+    pub dtype_format: i64,
+    /// NumPy `descr` (e.g. `<f8`, or a structured list); empty if absent.
+    pub dtype: String,
+}
+
+fn dims(v: &Val, what: &str, ndim: usize) -> Result<Vec<u64>> {
+    let a = v
+        .as_array()
+        .ok_or_else(|| Error::corrupt(format!("b2nd metalayer: {what} is not an array")))?;
+    ensure!(
+        a.len() == ndim,
+        corrupt,
+        "b2nd metalayer: {what} has {} entries for {ndim} dimensions",
+        a.len()
+    );
+    a.iter()
+        .map(|x| match x.as_int() {
+            Some(i) if (0..=i64::MAX as i128).contains(&i) => Ok(i as u64),
+            _ => Err(Error::corrupt(format!("b2nd metalayer: bad {what} entry"))),
+        })
+        .collect()
+}
+
+pub fn parse(meta: &[u8]) -> Result<B2nd> {
+    let v = Reader::new(meta).read()?;
+    let a = v
+        .as_array()
+        .ok_or_else(|| Error::corrupt("b2nd metalayer is not an array"))?;
+    ensure!(
+        a.len() >= 5,
+        corrupt,
+        "b2nd metalayer has {} fields, too few",
+        a.len()
+    );
+    let version = a[0].as_int().unwrap_or(0) as i64;
+    let ndim = a[1]
+        .as_int()
+        .filter(|n| (0..=16).contains(n))
+        .ok_or_else(|| Error::corrupt("b2nd metalayer: bad ndim"))? as usize;
+    let shape = dims(&a[2], "shape", ndim)?;
+    let chunkshape = dims(&a[3], "chunk shape", ndim)?;
+    let blockshape = dims(&a[4], "block shape", ndim)?;
+    let dtype_format = a.get(5).and_then(Val::as_int).unwrap_or(0) as i64;
+    let dtype = a.get(6).and_then(Val::as_str).unwrap_or("").to_string();
+    Ok(B2nd {
+        version,
+        shape,
+        chunkshape,
+        blockshape,
+        dtype_format,
+        dtype,
+    })
+}

@@ -1,0 +1,312 @@
+//! Blosc2 frames: the msgpack header (with metalayers), the offsets index
+//! and the trailer (with variable-length metalayers). Pure parsing over
+//! byte slices; `crate::open::frame` does the reading.
+//!
+//! Layout of a contiguous frame: header | data chunks | offsets chunk |
+//! trailer. Offsets count from the end of the header; a negative offset is a
+//! special chunk whose top byte is `0x80 | kind` (1 zeros, 2 NaN, 4
+//! uninitialised). A sparse frame (`frame_type` 1) keeps the offsets chunk
+//! right after the header and its entries are chunk file numbers.
+
+use crate::ensure;
+use crate::error::{Error, Result};
+use crate::format::chunk::Special;
+use crate::format::msgpack::{Reader, Val};
+
+pub const MAGIC: &[u8; 8] = b"b2frame\0";
+/// Bytes needed to read `header_len` and `frame_len`.
+pub const PREFIX_LEN: usize = 24;
+/// Frame headers are small; anything larger is refused.
+pub const MAX_HEADER_LEN: u64 = 64 << 20;
+/// Bytes at the very end of a frame that give the trailer's length:
+/// `ce` u32 `d8` type + 16 fingerprint bytes.
+pub const TAIL_LEN: usize = 1 + 4 + 2 + 16;
+
+/// Is this the start of a frame? (fixarray, `b2frame\0` string)
+pub fn is_frame(head: &[u8]) -> bool {
+    head.len() >= 10 && (head[0] & 0xf0) == 0x90 && head[1] == 0xa8 && &head[2..10] == MAGIC
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub header_len: u64,
+    pub frame_len: u64,
+    /// Frame format version (general_flags bits 0-3).
+    pub version: u8,
+    pub variable_chunks: bool,
+    /// 0 contiguous, 1 sparse (directory).
+    pub frame_type: u8,
+    /// Library codec id (0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd, ...).
+    pub codec: u8,
+    pub clevel: u8,
+    pub nbytes: u64,
+    pub cbytes: u64,
+    pub typesize: u32,
+    pub blocksize: u32,
+    pub chunksize: u32,
+    pub has_vlmetalayers: bool,
+    /// Filter pipeline (slot order) and its meta bytes.
+    pub filters: Vec<u8>,
+    pub filters_meta: Vec<u8>,
+    /// (name, value bytes) of the fixed metalayers.
+    pub metalayers: Vec<(String, Vec<u8>)>,
+}
+
+/// `(header_len, frame_len)` from the first `PREFIX_LEN` bytes.
+pub fn prefix(head: &[u8]) -> Result<(u64, u64)> {
+    ensure!(
+        is_frame(head),
+        corrupt,
+        "not a Blosc2 frame (no b2frame magic)"
+    );
+    ensure!(
+        head.len() >= PREFIX_LEN,
+        truncated,
+        "frame header is truncated"
+    );
+    ensure!(
+        head[10] == 0xd2 && head[15] == 0xcf,
+        corrupt,
+        "frame header: unexpected size field types"
+    );
+    let hl = i32::from_be_bytes(head[11..15].try_into().unwrap());
+    let fl = u64::from_be_bytes(
+        head[16..24.min(head.len())]
+            .try_into()
+            .map_err(|_| Error::truncated("frame header is truncated"))?,
+    );
+    ensure!(
+        hl > 0 && (hl as u64) <= MAX_HEADER_LEN,
+        corrupt,
+        "frame header length {hl} is not plausible"
+    );
+    Ok((hl as u64, fl))
+}
+
+fn int(v: &Val, what: &str) -> Result<i128> {
+    v.as_int()
+        .ok_or_else(|| Error::corrupt(format!("frame header: {what} is not an integer")))
+}
+
+fn nonneg(v: &Val, what: &str, max: u64) -> Result<u64> {
+    let i = int(v, what)?;
+    ensure!(
+        i >= 0 && (i as u128) <= max as u128,
+        corrupt,
+        "frame header: {what} = {i} is out of range"
+    );
+    Ok(i as u64)
+}
+
+/// Parse the whole header (`buf` holds at least `header_len` bytes).
+pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
+    let (header_len, frame_len) = prefix(buf)?;
+    ensure!(
+        buf.len() as u64 >= header_len,
+        truncated,
+        "frame header needs {header_len} bytes, got {}",
+        buf.len()
+    );
+    let hbuf = &buf[..header_len as usize];
+    let mut r = Reader::new(hbuf);
+    let top = r.buf[0];
+    let n = (top & 0x0f) as usize;
+    r.pos = 1;
+    ensure!(n >= 11, corrupt, "frame header has {n} fields, too few");
+    let mut vals = Vec::with_capacity(n);
+    for _ in 0..n {
+        if r.pos >= hbuf.len() {
+            break;
+        }
+        vals.push(r.read()?);
+    }
+    ensure!(
+        vals.len() >= 11,
+        truncated,
+        "frame header ends after {} fields",
+        vals.len()
+    );
+    // Positional fields: magic, header_size, frame_size, flags, nbytes, cbytes,
+    // typesize, [blocksize], chunksize, tcomp, tdecomp, has_vlmeta, [filters], [metalayers]
+    let flags = match &vals[3] {
+        Val::Str(s) if s.len() >= 3 => *s,
+        _ => {
+            return Err(Error::corrupt(
+                "frame header: flags field is not a 4-byte string",
+            ))
+        }
+    };
+    let general = flags[0];
+    let frame_type = flags[1] & 0x0f;
+    let codec_flags = flags[2];
+    let with_blocksize = n >= 14;
+    let mut i = 6;
+    let typesize = nonneg(&vals[i], "typesize", 255 * 1024)? as u32;
+    i += 1;
+    let blocksize = if with_blocksize {
+        i += 1;
+        nonneg(&vals[i - 1], "blocksize", i32::MAX as u64)? as u32
+    } else {
+        0
+    };
+    let chunksize = nonneg(&vals[i], "chunksize", i32::MAX as u64)? as u32;
+    i += 3; // chunksize, tcomp, tdecomp
+    let has_vl = matches!(vals.get(i), Some(Val::Bool(true)));
+    i += 1;
+    let mut filters = Vec::new();
+    let mut filters_meta = Vec::new();
+    if let Some(Val::Ext(_, d)) = vals.get(i) {
+        let k = d.len() / 2;
+        filters = d[..k].to_vec();
+        filters_meta = d[k..].to_vec();
+        i += 1;
+    }
+    let mut metalayers = Vec::new();
+    if let Some(Val::Array(parts)) = vals.get(i) {
+        if let Some(Val::Map(entries)) = parts.get(1) {
+            for (k, v) in entries {
+                let name = k
+                    .as_str()
+                    .ok_or_else(|| Error::corrupt("frame header: metalayer name is not a string"))?
+                    .to_string();
+                let off = nonneg(v, "metalayer offset", header_len)? as usize;
+                let value = match Reader::at(hbuf, off).read()? {
+                    Val::Bin(b) => b.to_vec(),
+                    _ => {
+                        return Err(Error::corrupt(format!(
+                            "metalayer {name}: value is not binary"
+                        )))
+                    }
+                };
+                metalayers.push((name, value));
+            }
+        }
+    }
+    let h = FrameHeader {
+        header_len,
+        frame_len,
+        version: general & 0x0f,
+        variable_chunks: general & 0x40 != 0,
+        frame_type,
+        codec: codec_flags & 0x0f,
+        clevel: codec_flags >> 4,
+        nbytes: nonneg(&vals[4], "uncompressed size", i64::MAX as u64)?,
+        cbytes: nonneg(&vals[5], "compressed size", i64::MAX as u64)?,
+        typesize,
+        blocksize,
+        chunksize,
+        has_vlmetalayers: has_vl,
+        filters,
+        filters_meta,
+        metalayers,
+    };
+    ensure!(
+        h.frame_type <= 1,
+        unsupported,
+        "unsupported frame type {}",
+        h.frame_type
+    );
+    Ok(h)
+}
+
+/// Codec name for a library codec id (as stored in frame headers).
+pub fn codec_name(id: u8) -> String {
+    match id {
+        0 => "blosclz".into(),
+        1 => "lz4".into(),
+        2 => "lz4hc".into(),
+        3 => "snappy".into(),
+        4 => "zlib".into(),
+        5 => "zstd".into(),
+        n => format!("codec{n}"),
+    }
+}
+
+/// The trailer length from the frame's last `TAIL_LEN` bytes.
+pub fn trailer_len(tail: &[u8]) -> Result<u64> {
+    ensure!(
+        tail.len() >= TAIL_LEN,
+        truncated,
+        "frame trailer is truncated"
+    );
+    let t = &tail[tail.len() - TAIL_LEN..];
+    ensure!(
+        t[0] == 0xce && t[5] == 0xd8,
+        corrupt,
+        "frame trailer: bad length marker"
+    );
+    Ok(u32::from_be_bytes(t[1..5].try_into().unwrap()) as u64)
+}
+
+/// Variable-length metalayers from the trailer: (name, raw value chunk bytes).
+pub fn parse_trailer(tr: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut r = Reader::new(tr);
+    ensure!(
+        !tr.is_empty() && (tr[0] & 0xf0) == 0x90,
+        corrupt,
+        "frame trailer: not a msgpack array"
+    );
+    r.pos = 1;
+    let _version = r.read()?;
+    let mut out = Vec::new();
+    let start = r.pos;
+    if let Val::Array(parts) = r.read()? {
+        if let Some(Val::Map(entries)) = parts.get(1) {
+            for (k, v) in entries {
+                let name = k
+                    .as_str()
+                    .ok_or_else(|| Error::corrupt("vlmetalayer name is not a string"))?
+                    .to_string();
+                let off = nonneg(v, "vlmetalayer offset", tr.len() as u64)? as usize;
+                let value = match Reader::at(tr, off).read()? {
+                    Val::Bin(b) => b.to_vec(),
+                    _ => {
+                        return Err(Error::corrupt(format!(
+                            "vlmetalayer {name}: value is not binary"
+                        )))
+                    }
+                };
+                out.push((name, value));
+            }
+        }
+    }
+    let _ = start;
+    Ok(out)
+}
+
+/// One decoded offsets entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offset {
+    /// Byte offset from the end of the header (contiguous) or chunk number (sparse).
+    At(u64),
+    Special(Special),
+}
+
+pub fn decode_offset(v: i64) -> Result<Offset> {
+    if v >= 0 {
+        return Ok(Offset::At(v as u64));
+    }
+    let top = ((v as u64) >> 56) as u8;
+    match top & 0x7f {
+        1 => Ok(Offset::Special(Special::Zeros)),
+        2 => Ok(Offset::Special(Special::Nan)),
+        4 => Ok(Offset::Special(Special::Uninit)),
+        k => Err(Error::corrupt(format!(
+            "chunk offset {v:#x}: unknown special kind {k}"
+        ))),
+    }
+}
+
+/// The decoded content of an offsets chunk, as int64 entries.
+pub fn offsets(decoded: &[u8]) -> Result<Vec<Offset>> {
+    ensure!(
+        decoded.len() % 8 == 0,
+        corrupt,
+        "offsets index of {} bytes is not whole int64s",
+        decoded.len()
+    );
+    decoded
+        .chunks_exact(8)
+        .map(|c| decode_offset(i64::from_le_bytes(c.try_into().unwrap())))
+        .collect()
+}

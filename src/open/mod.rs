@@ -1,0 +1,4 @@
+//! Openers: read a container's headers and index through a `Source` and
+//! produce the format-neutral `Index`.
+
+pub mod frame;
