@@ -326,8 +326,11 @@ impl Container {
         cbytes: u64,
         ck: &crate::index::ChunkChecksum,
     ) -> Result<()> {
-        let _ = (source, offset, cbytes, ck);
-        Ok(())
+        let dlen = crate::format::bloscpack::digest_len(ck.algo)? as u64;
+        let data = crate::io::read_vec(source, offset, cbytes)?;
+        let stored = crate::io::read_vec(source, ck.digest_offset, dlen)?;
+        Stats::add(&self.env.stats.source_bytes_read, cbytes + dlen);
+        crate::format::bloscpack::verify_checksum(ck.algo, &data, &stored)
     }
 
     fn src_read(&self, source: &dyn Source, offset: u64, buf: &mut [u8]) -> Result<()> {

@@ -22,12 +22,16 @@ pub enum Kind {
     Frame,
     /// A sparse frame (a directory).
     SFrame,
+    Bloscpack,
 }
 
 /// Guess the format from a file's first bytes and its length.
 pub fn sniff(head: &[u8], file_len: u64) -> Option<Kind> {
     if frame::is_frame(head) {
         return Some(Kind::Frame);
+    }
+    if crate::format::bloscpack::is_bloscpack(head) {
+        return Some(Kind::Bloscpack);
     }
     if is_chunk(head, file_len) {
         return Some(Kind::Chunk);
@@ -90,6 +94,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         nbytes: match kind {
             Kind::Chunk => ChunkHeader::parse(&head).ok().map(|h| h.nbytes as u64),
             Kind::Frame | Kind::SFrame => crate::open::frame::probe(&head),
+            Kind::Bloscpack => crate::open::bloscpack::probe(&head),
         },
     }))
 }
@@ -120,6 +125,7 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
     let index = match kind {
         Kind::Chunk => open_chunk(src),
         Kind::Frame => crate::open::frame::open(src),
+        Kind::Bloscpack => crate::open::bloscpack::open(src),
         Kind::SFrame => unreachable!("sniff never says SFrame"),
     }
     .map_err(|e| e.in_file(path))?;
@@ -143,6 +149,32 @@ fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
 
 /// The `.npy` view of an N-dimensional array, if the container is one.
 pub fn npy_view(info: &Info) -> Option<Result<View>> {
+    if let Some((_, json)) = info
+        .metalayers
+        .iter()
+        .find(|(n, _)| n == "bloscpack-metadata")
+    {
+        let m = crate::format::bloscpack::numpy_meta(json)?;
+        return Some((|| {
+            let itemsize = descr_itemsize(&m.descr).ok_or_else(|| {
+                crate::Error::unsupported(format!("dtype {:?} cannot be expressed", m.descr))
+            })?;
+            let n = m.shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d));
+            crate::ensure!(
+                n == Some(info.nbytes),
+                corrupt,
+                "array metadata (shape {:?}, dtype {}) does not match the {} bytes stored",
+                m.shape,
+                m.descr,
+                info.nbytes
+            );
+            Ok(View::Npy {
+                header: npy_header(&m.descr, m.fortran_order, &m.shape),
+                nd: None,
+                descr: m.descr.clone(),
+            })
+        })());
+    }
     let meta = info
         .metalayers
         .iter()

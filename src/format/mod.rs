@@ -1,6 +1,7 @@
 //! Container formats: pure parsing over byte slices, no I/O.
 
 pub mod b2nd;
+pub mod bloscpack;
 pub mod chunk;
 pub mod frame;
 pub mod msgpack;

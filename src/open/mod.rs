@@ -1,4 +1,5 @@
 //! Openers: read a container's headers and index through a `Source` and
 //! produce the format-neutral `Index`.
 
+pub mod bloscpack;
 pub mod frame;
