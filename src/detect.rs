@@ -23,6 +23,8 @@ pub enum Kind {
     /// A sparse frame (a directory).
     SFrame,
     Bloscpack,
+    /// The early Blosc2 packed super-chunk.
+    Packed,
 }
 
 /// Guess the format from a file's first bytes and its length.
@@ -35,6 +37,9 @@ pub fn sniff(head: &[u8], file_len: u64) -> Option<Kind> {
     }
     if is_chunk(head, file_len) {
         return Some(Kind::Chunk);
+    }
+    if crate::format::packed::looks_packed(head, file_len) {
+        return Some(Kind::Packed);
     }
     None
 }
@@ -95,6 +100,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
             Kind::Chunk => ChunkHeader::parse(&head).ok().map(|h| h.nbytes as u64),
             Kind::Frame | Kind::SFrame => crate::open::frame::probe(&head),
             Kind::Bloscpack => crate::open::bloscpack::probe(&head),
+            Kind::Packed => None,
         },
     }))
 }
@@ -126,6 +132,7 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
         Kind::Chunk => open_chunk(src),
         Kind::Frame => crate::open::frame::open(src),
         Kind::Bloscpack => crate::open::bloscpack::open(src),
+        Kind::Packed => crate::open::packed::open(src),
         Kind::SFrame => unreachable!("sniff never says SFrame"),
     }
     .map_err(|e| e.in_file(path))?;

@@ -5,3 +5,4 @@ pub mod bloscpack;
 pub mod chunk;
 pub mod frame;
 pub mod msgpack;
+pub mod packed;

@@ -3,3 +3,4 @@
 
 pub mod bloscpack;
 pub mod frame;
+pub mod packed;
