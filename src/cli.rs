@@ -32,7 +32,8 @@ fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     }
 }
 
-pub const CAT_USAGE: &str = "usage: bloscfs cat [--offset N] [--length N] [--no-verify] FILE";
+pub const CAT_USAGE: &str =
+    "usage: bloscfs cat [--offset N] [--length N] [--raw] [--no-verify] FILE";
 
 /// `bloscfs cat`: write uncompressed bytes to stdout.
 pub fn cmd_cat(args: &[String]) -> Result<(), String> {
@@ -40,6 +41,7 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     let mut length: Option<u64> = None;
     let mut file: Option<PathBuf> = None;
     let mut verify = true;
+    let mut raw = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| -> Result<u64, String> {
@@ -52,8 +54,13 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
             "--offset" | "-o" => offset = value("--offset")?,
             "--length" | "-n" => length = Some(value("--length")?),
             "--no-verify" => verify = false,
+            "--raw" => raw = true,
             "-h" | "--help" => {
-                println!("{CAT_USAGE}\nWrites the uncompressed bytes of FILE (or the window given) to stdout.");
+                println!(
+                    "{CAT_USAGE}\nWrites the uncompressed bytes of FILE (or the window given) to stdout.\n\
+                     --raw: for arrays, the stored chunk content instead of the .npy file.\n\
+                     --no-verify: do not verify Bloscpack checksums."
+                );
                 return Ok(());
             }
             s if s.starts_with("--offset=") => {
@@ -79,7 +86,12 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     let file = file.ok_or_else(|| format!("missing FILE\n{CAT_USAGE}"))?;
     let mut env = Env::new(64 << 20);
     env.verify_checksums = verify;
-    let c = open_or_fail(&file, &env)?;
+    let mut c = open_or_fail(&file, &env)?;
+    if raw {
+        c = c
+            .with_view(crate::container::View::Raw)
+            .map_err(|e| e.to_string())?;
+    }
     let end = match length {
         Some(l) => offset.saturating_add(l).min(c.len()),
         None => c.len(),

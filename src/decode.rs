@@ -105,7 +105,7 @@ pub fn decode_block(
             k += 1;
             let (src, dst) = pair(cur, dst_id, out, a, b);
             match step {
-                Step::Unshuffle => filter::shuffle::unshuffle(ts, src, dst),
+                Step::Unshuffle(t) => filter::shuffle::unshuffle(*t, src, dst),
                 Step::Bitunshuffle => filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?,
                 Step::Bytedelta(t) => filter::bytedelta::decode(*t, src, dst)?,
                 Step::Delta => unreachable!(),
@@ -119,7 +119,7 @@ pub fn decode_block(
 /// One decode step of the filter pipeline.
 #[derive(Debug, Clone, Copy)]
 enum Step {
-    Unshuffle,
+    Unshuffle(usize),
     Bitunshuffle,
     Bytedelta(usize),
     /// In place, against block 0.
@@ -131,8 +131,14 @@ fn steps(h: &crate::format::chunk::ChunkHeader) -> Result<Vec<Step>> {
     let mut v = Vec::new();
     for (f, meta) in h.decode_filters() {
         match f {
-            // filters_meta holds extra rounds of shuffling.
-            filter_id::SHUFFLE => v.extend(std::iter::repeat_n(Step::Unshuffle, meta as usize + 1)),
+            // C-Blosc2 3.x: a nonzero filters_meta is the element size the
+            // shuffle worked on (python-blosc2 sets it to the base itemsize
+            // of e.g. unicode and structured dtypes).
+            filter_id::SHUFFLE => v.push(Step::Unshuffle(if meta != 0 {
+                meta as usize
+            } else {
+                h.typesize as usize
+            })),
             filter_id::BITSHUFFLE => v.push(Step::Bitunshuffle),
             filter_id::DELTA => v.push(Step::Delta),
             filter_id::BYTEDELTA => v.push(Step::Bytedelta(if meta != 0 {

@@ -293,8 +293,60 @@ fn matching(s: &str, open: char, close: char) -> Option<usize> {
     None
 }
 
-/// A `.npy` header (format 1.0, or 2.0 when the header needs more than
-/// 65535 bytes), padded with spaces to a multiple of 64 bytes as NumPy does.
+/// Give simple type codes inside a structured descr the byte-order prefix
+/// NumPy's own `descr` uses (`'S3'` -> `'|S3'`), as `numpy.save` writes it.
+fn normalize_structured(d: &str) -> String {
+    let mut out = String::with_capacity(d.len() + 8);
+    // Per open tuple: how many quoted strings it has seen so far.
+    let mut seen: Vec<u32> = Vec::new();
+    let mut chars = d.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '(' => {
+                seen.push(0);
+                out.push(c);
+            }
+            ')' => {
+                seen.pop();
+                out.push(c);
+            }
+            '\'' | '"' => {
+                let mut lit = String::new();
+                for x in chars.by_ref() {
+                    if x == c {
+                        break;
+                    }
+                    lit.push(x);
+                }
+                let is_type = match seen.last_mut() {
+                    Some(n) => {
+                        *n += 1;
+                        *n == 2
+                    }
+                    None => false,
+                };
+                out.push('\'');
+                if is_type && !lit.starts_with(['<', '>', '|', '=']) {
+                    match lit.chars().next() {
+                        Some('U') => out.push('<'),
+                        Some(k) if "SVab?".contains(k) || lit == "u1" || lit == "i1" => {
+                            out.push('|')
+                        }
+                        _ => {}
+                    }
+                }
+                out.push_str(&lit);
+                out.push('\'');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A `.npy` header exactly as `numpy.save` writes it: format 1.0 (2.0 when
+/// the header needs more than 65535 bytes), spare spaces for the growth
+/// axis, padded with spaces to a multiple of 64 bytes and ended by a newline.
 pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
     let shape_s = match shape.len() {
         0 => "()".to_string(),
@@ -309,19 +361,28 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
         ),
     };
     let descr_s = if descr.trim_start().starts_with('[') {
-        descr.to_string()
+        normalize_structured(descr.trim())
     } else {
         format!("'{}'", descr.trim_matches(|c| c == '\'' || c == '"'))
     };
-    let dict = format!(
+    let mut dict = format!(
         "{{'descr': {descr_s}, 'fortran_order': {}, 'shape': {shape_s}, }}",
         if fortran_order { "True" } else { "False" }
     );
+    if let Some(&g) = if fortran_order {
+        shape.last()
+    } else {
+        shape.first()
+    } {
+        // numpy's GROWTH_AXIS_MAX_DIGITS
+        dict.push_str(&" ".repeat(21usize.saturating_sub(g.to_string().len())));
+    }
     for (major, len_bytes) in [(1u8, 2usize), (2u8, 4usize)] {
         let pre = 6 + 2 + len_bytes;
-        let total = (pre + dict.len() + 1).div_ceil(64) * 64;
-        let hlen = total - pre;
-        if major == 1 && hlen > u16::MAX as usize {
+        let hlen = dict.len() + 1;
+        let pad = 64 - (pre + hlen) % 64;
+        let total = pre + hlen + pad;
+        if major == 1 && hlen + pad > u16::MAX as usize {
             continue;
         }
         let mut h = Vec::with_capacity(total);
@@ -329,9 +390,9 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
         h.push(major);
         h.push(0);
         if major == 1 {
-            h.extend_from_slice(&(hlen as u16).to_le_bytes());
+            h.extend_from_slice(&((hlen + pad) as u16).to_le_bytes());
         } else {
-            h.extend_from_slice(&(hlen as u32).to_le_bytes());
+            h.extend_from_slice(&((hlen + pad) as u32).to_le_bytes());
         }
         h.extend_from_slice(dict.as_bytes());
         h.resize(total - 1, b' ');

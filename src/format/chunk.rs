@@ -269,7 +269,7 @@ impl ChunkHeader {
     /// Number of streams block `i` is stored in.
     pub fn nstreams(&self, i: u32) -> u32 {
         let leftover = self.block_len(i) < self.blocksize;
-        if self.dont_split() || leftover || self.uses_dict() {
+        if self.dont_split() || leftover {
             return 1;
         }
         if self.version <= 2 {

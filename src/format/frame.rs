@@ -149,7 +149,8 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     } else {
         0
     };
-    let chunksize = nonneg(&vals[i], "chunksize", i32::MAX as u64)? as u32;
+    // -1 (or 0) means "not fixed": writers leave -1 before the first chunk.
+    let chunksize = int(&vals[i], "chunksize")?.clamp(0, i32::MAX as i128) as u32;
     i += 3; // chunksize, tcomp, tdecomp
     let has_vl = matches!(vals.get(i), Some(Val::Bool(true)));
     i += 1;
