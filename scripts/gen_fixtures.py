@@ -139,7 +139,19 @@ def blosc2_chunks():
             continue  # the reference cannot round-trip this combination
         p = os.path.join(d, f"{c.name.lower()}-{fname}-ts{ts}-{sp.name.lower()}-{flavour}.b2")
         open(p, "wb").write(ch)
-        record(p, ref, "blosc2-chunk", codec=c.name, filters=fname, typesize=ts, split=sp.name, nbytes=nbytes)
+        extra = {}
+        if ref != src and fname == "delta":
+            os.remove(p)  # neither side can tell what the unwritten tail held
+            continue
+        if ref != src and fname in ("none", "shuffle", "bitshuffle", "bytedelta"):
+            # C-Blosc2 3.3 leaves the trailing bytes of a split block whose size
+            # is not a multiple of the typesize unwritten on decode (they come
+            # out as whatever was in memory). The stored streams hold the
+            # original bytes: the expectation is the original data.
+            diff = [i for i in range(len(src)) if ref[i] != src[i]]
+            assert len(diff) < ts and diff[0] >= len(src) - ts, (p, diff[:8])
+            ref, extra = src, {"reference_decoder_leaves_tail_unwritten": True}
+        record(p, ref, "blosc2-chunk", codec=c.name, filters=fname, typesize=ts, split=sp.name, nbytes=nbytes, **extra)
 
 
 def blosc1_chunks():

@@ -204,16 +204,17 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
     let codec = h.codec()?;
     let nstreams = h.nstreams(i) as usize;
     let bsize = out.len();
-    ensure!(
-        bsize % nstreams == 0,
-        corrupt,
-        "block of {bsize} bytes does not split into {nstreams} streams"
-    );
+    // A split block whose size is not a multiple of the typesize keeps the
+    // remaining bytes in one more stream (as C-Blosc2 3.x writes it).
     let neblock = bsize / nstreams;
+    let rest = bsize - neblock * nstreams;
+    let total = nstreams + usize::from(rest > 0);
     let dict = layout.dict.as_deref();
     let mut pos = 0usize;
-    for j in 0..nstreams {
-        let dst = &mut out[j * neblock..(j + 1) * neblock];
+    for j in 0..total {
+        let start = j * neblock;
+        let end = if j < nstreams { start + neblock } else { bsize };
+        let dst = &mut out[start..end];
         ensure!(
             pos + 4 <= data.len(),
             truncated,
@@ -245,7 +246,7 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
         );
         let src = &data[pos..pos + csize];
         pos += csize;
-        if csize == neblock {
+        if csize == dst.len() {
             dst.copy_from_slice(src);
         } else {
             codec::decompress(codec, src, dst, dict).map_err(|e| Error {
