@@ -140,8 +140,10 @@ def blosc2_chunks():
         p = os.path.join(d, f"{c.name.lower()}-{fname}-ts{ts}-{sp.name.lower()}-{flavour}.b2")
         open(p, "wb").write(ch)
         extra = {}
-        if ref != src and fname == "delta":
-            os.remove(p)  # neither side can tell what the unwritten tail held
+        if fname == "delta" and (ref != src or nbytes % ts):
+            # The encoder never writes the tail of such a block: the bytes it
+            # stores there, and so what any decoder returns, are undefined.
+            os.remove(p)
             continue
         if ref != src and fname in ("none", "shuffle", "bitshuffle", "bytedelta"):
             # C-Blosc2 3.3 leaves the trailing bytes of a split block whose size
