@@ -60,13 +60,17 @@ fn is_chunk(head: &[u8], file_len: u64) -> bool {
     }
 }
 
-/// What a cheap look at a file's first bytes tells: its format and, when the
-/// header says it, the uncompressed size (without building any index).
+/// What a cheap look at a container tells, without building its index: its
+/// format, the size it is presented with, and whether it is shown as `.npy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
     pub kind: Kind,
-    /// Raw uncompressed size if known from the header alone.
-    pub nbytes: Option<u64>,
+    /// Presented length (the `.npy` file for arrays).
+    pub len: u64,
+    /// Presented as a `.npy` file.
+    pub npy: bool,
+    /// Bytes the container occupies on disk.
+    pub cbytes: u64,
 }
 
 fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
@@ -76,33 +80,61 @@ fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
     Ok(head)
 }
 
-/// Look at the start of `path` (a file, or a sparse-frame directory) and say
-/// whether it is a container. Reads at most `SNIFF_LEN` bytes (frames with
-/// big headers: the header).
+/// Is `path` a container, and what does it present? Reads the first bytes
+/// and, for frames, the header (metalayers); Bloscpack and packed files are
+/// opened (their sizes are not in the first bytes). `Ok(None)`: not a container.
 pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
-    if path.is_dir() {
+    let (src, kind): (Arc<dyn Source>, Kind) = if path.is_dir() {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
         let p = path.join("chunks.b2frame");
-        let src = FileSource::open(&p)?;
-        let head = head_of(&src, &p)?;
-        return Ok(Some(Probe {
-            kind: Kind::SFrame,
-            nbytes: crate::open::frame::probe(&head),
-        }));
-    }
-    let src = FileSource::open(path)?;
-    let head = head_of(&src, path)?;
-    Ok(sniff(&head, src.len()).map(|kind| Probe {
+        (Arc::new(FileSource::open(&p)?), Kind::SFrame)
+    } else {
+        let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
+        let head = head_of(src.as_ref(), path)?;
+        match sniff(&head, src.len()) {
+            Some(k) => (src, k),
+            None => return Ok(None),
+        }
+    };
+    let probe = |len, npy| Probe {
         kind,
-        nbytes: match kind {
-            Kind::Chunk => ChunkHeader::parse(&head).ok().map(|h| h.nbytes as u64),
-            Kind::Frame | Kind::SFrame => crate::open::frame::probe(&head),
-            Kind::Bloscpack => crate::open::bloscpack::probe(&head),
-            Kind::Packed => None,
-        },
-    }))
+        len,
+        npy,
+        cbytes: src.len(),
+    };
+    match kind {
+        Kind::Chunk => {
+            let head = head_of(src.as_ref(), path)?;
+            let h = ChunkHeader::parse(&head).map_err(|e| e.in_file(path))?;
+            Ok(Some(probe(h.nbytes as u64, false)))
+        }
+        Kind::Frame | Kind::SFrame => {
+            let h = crate::open::frame::read_header(src.as_ref()).map_err(|e| e.in_file(path))?;
+            let info = Info {
+                metalayers: h.metalayers.clone(),
+                nbytes: h.nbytes,
+                typesize: h.typesize,
+                ..Default::default()
+            };
+            match npy_view(&info) {
+                Some(Ok(View::Npy {
+                    header,
+                    nd: Some(nd),
+                    ..
+                })) => Ok(Some(probe(header.len() as u64 + nd.data_len(), true))),
+                _ => Ok(Some(probe(h.nbytes, false))),
+            }
+        }
+        Kind::Bloscpack | Kind::Packed => {
+            let env = Env::new(1 << 20);
+            let c = open_source(src.clone(), path, &env)?.ok_or_else(|| {
+                crate::Error::corrupt("container vanished while probing").in_file(path)
+            })?;
+            Ok(Some(probe(c.len(), matches!(c.view(), View::Npy { .. }))))
+        }
+    }
 }
 
 /// Open `path` as a container if its content is one (`Ok(None)` if not).

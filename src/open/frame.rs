@@ -29,7 +29,7 @@ pub fn probe(head: &[u8]) -> Option<u64> {
     }
 }
 
-fn read_header(src: &dyn Source) -> Result<FrameHeader> {
+pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
     let n = (frame::PREFIX_LEN as u64).min(src.len());
     let head = read_vec(src, 0, n)?;
     let (hl, _) = frame::prefix(&head)?;

@@ -1,0 +1,772 @@
+//! The presented tree: inodes, names, attributes and reads, as plain Rust
+//! results (errno on failure). `crate::fuse` adapts this to the kernel; the
+//! logic here is tested without a mount.
+//!
+//! Directories mirror SOURCE. Every container (detected by content) is a
+//! regular read-only file of its uncompressed bytes, named after its source
+//! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
+//! would collide keeps its source name. Everything else passes through.
+
+use crate::container::{Container, Env, View};
+use crate::detect::{self, Probe};
+use crate::index::ChunkLoc;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::fs::{File, Metadata};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub const ROOT_INO: u64 = 1;
+
+/// Suffixes stripped from container names (longest first).
+pub const SUFFIXES: &[&str] = &[
+    ".bloscpack",
+    ".b2frame",
+    ".b2pack",
+    ".blosc2",
+    ".blosc",
+    ".b2f",
+    ".bl2",
+    ".blp",
+    ".b2",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+}
+
+/// Attributes of a presented node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attr {
+    pub ino: u64,
+    pub kind: Kind,
+    pub size: u64,
+    /// 512-byte blocks used on disk by the source.
+    pub blocks: u64,
+    pub atime: SystemTime,
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+    pub perm: u16,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub blksize: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct FsOptions {
+    pub cache_size: u64,
+    pub verify_checksums: bool,
+}
+
+impl Default for FsOptions {
+    fn default() -> Self {
+        FsOptions {
+            cache_size: 256 << 20,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// What a source entry is presented as.
+#[derive(Debug, Clone)]
+enum What {
+    Dir,
+    Symlink,
+    /// A plain file passed through.
+    Plain,
+    /// A container (file, or sparse-frame directory).
+    Container(Probe),
+}
+
+/// Identity of a source's content: a change means re-probe and re-open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Stamp {
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    ino: u64,
+}
+
+impl Stamp {
+    fn of(md: &Metadata) -> Stamp {
+        Stamp {
+            size: md.len(),
+            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+            ino: md.ino(),
+        }
+    }
+}
+
+struct Node {
+    /// Source path.
+    path: PathBuf,
+    parent: u64,
+}
+
+/// One entry of a presented directory.
+#[derive(Debug, Clone)]
+pub struct DirEntry {
+    pub ino: u64,
+    pub kind: Kind,
+    pub name: OsString,
+}
+
+struct DirListing {
+    stamp: Stamp,
+    /// presented name -> (source name, what)
+    entries: Vec<(OsString, OsString, What, Metadata)>,
+}
+
+enum Handle {
+    Container(Arc<Container>),
+    Plain(File),
+}
+
+pub struct Fs {
+    root: PathBuf,
+    env: Env,
+    nodes: RwLock<HashMap<u64, Node>>,
+    dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
+    probes: Mutex<HashMap<(u64, Stamp), Option<Probe>>>,
+    /// Open containers shared across handles, with the stamp they were opened at.
+    containers: Mutex<HashMap<u64, (Stamp, Arc<Container>)>>,
+    handles: RwLock<HashMap<u64, Arc<Handle>>>,
+    next_fh: AtomicU64,
+    /// Errors already logged (file, chunk), so repeated reads do not flood.
+    logged: Mutex<HashSet<String>>,
+}
+
+fn errno_of(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+impl Fs {
+    pub fn new(root: &Path, opts: &FsOptions) -> std::io::Result<Fs> {
+        let root = root.canonicalize()?;
+        if !root.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", root.display()),
+            ));
+        }
+        let mut env = Env::new(opts.cache_size);
+        env.verify_checksums = opts.verify_checksums;
+        let mut nodes = HashMap::new();
+        nodes.insert(
+            ROOT_INO,
+            Node {
+                path: root.clone(),
+                parent: ROOT_INO,
+            },
+        );
+        Ok(Fs {
+            root,
+            env,
+            nodes: RwLock::new(nodes),
+            dirs: Mutex::new(HashMap::new()),
+            probes: Mutex::new(HashMap::new()),
+            containers: Mutex::new(HashMap::new()),
+            handles: RwLock::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            logged: Mutex::new(HashSet::new()),
+        })
+    }
+
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub fn source_root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, ino: u64) -> Result<PathBuf, i32> {
+        self.nodes
+            .read()
+            .get(&ino)
+            .map(|n| n.path.clone())
+            .ok_or(libc::ENOENT)
+    }
+
+    /// Stable inode number of a source entry: its own inode number, mixed
+    /// with the device when it is not the root's, and never 1.
+    fn ino_for(&self, md: &Metadata, root_dev: u64) -> u64 {
+        let mut ino = md.ino();
+        if md.dev() != root_dev {
+            ino ^= md.dev().rotate_left(48);
+        }
+        if ino == ROOT_INO || ino == 0 {
+            ino ^= 1 << 62;
+        }
+        ino
+    }
+
+    fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
+        let stamp = if md.is_dir() {
+            match std::fs::metadata(path.join("chunks.b2frame")) {
+                Ok(m) => Stamp::of(&m),
+                Err(_) => return None,
+            }
+        } else {
+            Stamp::of(md)
+        };
+        let key = (md.ino(), stamp);
+        if let Some(p) = self.probes.lock().get(&key) {
+            return p.clone();
+        }
+        let p = match detect::probe_path(path) {
+            Ok(p) => p,
+            Err(e) => {
+                log::warn!("{}: looks like a Blosc container but cannot be read, passed through as is: {e}", path.display());
+                None
+            }
+        };
+        self.probes.lock().insert(key, p.clone());
+        p
+    }
+
+    /// The presented listing of directory `ino` (cached until the source
+    /// directory changes).
+    fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
+        let path = self.path_of(ino)?;
+        let dmd = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
+        let stamp = Stamp::of(&dmd);
+        if let Some(l) = self.dirs.lock().get(&ino) {
+            if l.stamp == stamp {
+                return Ok(l.clone());
+            }
+        }
+        let mut raw = Vec::new();
+        for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
+            let ent = ent.map_err(|e| errno_of(&e))?;
+            let name = ent.file_name();
+            let p = ent.path();
+            let md = match std::fs::symlink_metadata(&p) {
+                Ok(m) => m,
+                Err(_) => continue,
+            };
+            let what = if md.file_type().is_symlink() {
+                What::Symlink
+            } else if md.is_dir() {
+                match self.probe(&p, &md) {
+                    Some(pr) => What::Container(pr),
+                    None => What::Dir,
+                }
+            } else if md.is_file() {
+                match self.probe(&p, &md) {
+                    Some(pr) => What::Container(pr),
+                    None => What::Plain,
+                }
+            } else {
+                continue; // devices, sockets, fifos are not presented
+            };
+            raw.push((name, what, md));
+        }
+        raw.sort_by(|a, b| a.0.cmp(&b.0));
+        // Names of non-containers are fixed; containers take their stripped
+        // name unless something else already has it.
+        let mut used: HashSet<OsString> = raw
+            .iter()
+            .filter(|(_, w, _)| !matches!(w, What::Container(_)))
+            .map(|(n, _, _)| n.clone())
+            .collect();
+        let mut entries = Vec::with_capacity(raw.len());
+        for (name, what, md) in raw {
+            let presented = match &what {
+                What::Container(p) => {
+                    let want = presented_name(&name, p.npy);
+                    if want != name && !used.contains(&want) && !entries_has(&entries, &want) {
+                        want
+                    } else {
+                        name.clone()
+                    }
+                }
+                _ => name.clone(),
+            };
+            used.insert(presented.clone());
+            entries.push((presented, name, what, md));
+        }
+        // A container that kept its source name may now collide with a
+        // stripped one that came earlier; source names win.
+        let l = Arc::new(DirListing { stamp, entries });
+        self.dirs.lock().insert(ino, l.clone());
+        Ok(l)
+    }
+
+    fn attr_of(&self, ino: u64, what: &What, md: &Metadata, path: &Path) -> Attr {
+        let (kind, size, blocks, perm) = match what {
+            What::Dir => (Kind::Dir, md.len(), md.blocks(), (md.mode() & 0o555) as u16),
+            What::Symlink => (Kind::Symlink, md.len(), md.blocks(), 0o777),
+            What::Plain => (
+                Kind::File,
+                md.len(),
+                md.blocks(),
+                (md.mode() & 0o555) as u16,
+            ),
+            What::Container(p) => {
+                let blocks = if md.is_dir() {
+                    dir_blocks(path)
+                } else {
+                    md.blocks()
+                };
+                let perm = if md.is_dir() {
+                    0o444 & md.mode()
+                } else {
+                    md.mode() & 0o555
+                };
+                (Kind::File, p.len, blocks, perm as u16)
+            }
+        };
+        let t = |s: i64, ns: i64| {
+            if s >= 0 {
+                UNIX_EPOCH + Duration::new(s as u64, ns as u32)
+            } else {
+                UNIX_EPOCH
+            }
+        };
+        Attr {
+            ino,
+            kind,
+            size,
+            blocks,
+            atime: t(md.atime(), md.atime_nsec()),
+            mtime: t(md.mtime(), md.mtime_nsec()),
+            ctime: t(md.ctime(), md.ctime_nsec()),
+            perm,
+            nlink: if kind == Kind::Dir {
+                md.nlink() as u32
+            } else {
+                1
+            },
+            uid: md.uid(),
+            gid: md.gid(),
+            blksize: 128 * 1024,
+        }
+    }
+
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
+        let l = self.listing(parent)?;
+        let (_, src_name, what, md) = l.entries.iter().find(|e| e.0 == name).ok_or(libc::ENOENT)?;
+        let ppath = self.path_of(parent)?;
+        let path = ppath.join(src_name);
+        let root_dev = std::fs::metadata(&self.root).map(|m| m.dev()).unwrap_or(0);
+        let ino = self.ino_for(md, root_dev);
+        self.nodes.write().insert(
+            ino,
+            Node {
+                path: path.clone(),
+                parent,
+            },
+        );
+        Ok(self.attr_of(ino, what, md, &path))
+    }
+
+    /// What `ino` is now (re-read from the source).
+    fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
+        let path = self.path_of(ino)?;
+        let md = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
+        let what = if ino == ROOT_INO {
+            What::Dir
+        } else if md.file_type().is_symlink() {
+            What::Symlink
+        } else if md.is_dir() {
+            match self.probe(&path, &md) {
+                Some(p) => What::Container(p),
+                None => What::Dir,
+            }
+        } else {
+            match self.probe(&path, &md) {
+                Some(p) => What::Container(p),
+                None => What::Plain,
+            }
+        };
+        Ok((path, what, md))
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr, i32> {
+        let (path, what, md) = self.what_of(ino)?;
+        Ok(self.attr_of(ino, &what, &md, &path))
+    }
+
+    /// Entries of directory `ino` (with `.` and `..`).
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
+        let l = self.listing(ino)?;
+        let parent = self
+            .nodes
+            .read()
+            .get(&ino)
+            .map(|n| n.parent)
+            .unwrap_or(ROOT_INO);
+        let root_dev = std::fs::metadata(&self.root).map(|m| m.dev()).unwrap_or(0);
+        let dpath = self.path_of(ino)?;
+        let mut out = vec![
+            DirEntry {
+                ino,
+                kind: Kind::Dir,
+                name: ".".into(),
+            },
+            DirEntry {
+                ino: parent,
+                kind: Kind::Dir,
+                name: "..".into(),
+            },
+        ];
+        let mut nodes = self.nodes.write();
+        for (presented, src, what, md) in &l.entries {
+            let cino = self.ino_for(md, root_dev);
+            nodes.entry(cino).or_insert_with(|| Node {
+                path: dpath.join(src),
+                parent: ino,
+            });
+            out.push(DirEntry {
+                ino: cino,
+                kind: match what {
+                    What::Dir => Kind::Dir,
+                    What::Symlink => Kind::Symlink,
+                    _ => Kind::File,
+                },
+                name: presented.clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
+        let path = self.path_of(ino)?;
+        std::fs::read_link(&path)
+            .map(|t| t.into_os_string().into_vec())
+            .map_err(|e| errno_of(&e))
+    }
+
+    /// The container behind `ino`, opened (or reused while its source is unchanged).
+    /// Returns it and whether it was already open unchanged (the kernel may keep its cache).
+    fn container(
+        &self,
+        ino: u64,
+        path: &Path,
+        md: &Metadata,
+    ) -> Result<(Arc<Container>, bool), i32> {
+        let stamp = if md.is_dir() {
+            std::fs::metadata(path.join("chunks.b2frame"))
+                .map(|m| Stamp::of(&m))
+                .map_err(|e| errno_of(&e))?
+        } else {
+            Stamp::of(md)
+        };
+        if let Some((s, c)) = self.containers.lock().get(&ino) {
+            if *s == stamp {
+                return Ok((c.clone(), true));
+            }
+        }
+        let c = match detect::open_path_with(path, &self.env) {
+            Ok(Some(c)) => Arc::new(c),
+            Ok(None) => return Err(libc::EIO),
+            Err(e) => {
+                self.log_once(&e.to_string());
+                return Err(e.errno());
+            }
+        };
+        self.containers.lock().insert(ino, (stamp, c.clone()));
+        Ok((c, false))
+    }
+
+    fn log_once(&self, msg: &str) {
+        let mut l = self.logged.lock();
+        if l.len() < 10_000 && l.insert(msg.to_string()) {
+            log::error!("{msg}");
+        }
+    }
+
+    /// Open `ino` for reading: returns a handle and whether the kernel may
+    /// keep its page cache (the content is unchanged since it was last open).
+    pub fn open(&self, ino: u64, write: bool) -> Result<(u64, bool), i32> {
+        if write {
+            return Err(libc::EROFS);
+        }
+        let (path, what, md) = self.what_of(ino)?;
+        let (h, keep) = match what {
+            What::Dir => return Err(libc::EISDIR),
+            What::Symlink => return Err(libc::ELOOP),
+            What::Plain => (
+                Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
+                false,
+            ),
+            What::Container(_) => {
+                let (c, keep) = self.container(ino, &path, &md)?;
+                (Handle::Container(c), keep)
+            }
+        };
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles.write().insert(fh, Arc::new(h));
+        Ok((fh, keep))
+    }
+
+    pub fn release(&self, fh: u64) {
+        self.handles.write().remove(&fh);
+    }
+
+    fn handle(&self, fh: u64) -> Result<Arc<Handle>, i32> {
+        self.handles.read().get(&fh).cloned().ok_or(libc::EBADF)
+    }
+
+    /// Read up to `size` bytes at `offset` into `buf` (cleared first).
+    pub fn read_into(&self, fh: u64, offset: u64, size: u32, buf: &mut Vec<u8>) -> Result<(), i32> {
+        let h = self.handle(fh)?;
+        buf.clear();
+        match &*h {
+            Handle::Plain(f) => {
+                buf.resize(size as usize, 0);
+                let mut done = 0;
+                while done < buf.len() {
+                    match f.read_at(&mut buf[done..], offset + done as u64) {
+                        Ok(0) => break,
+                        Ok(n) => done += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(errno_of(&e)),
+                    }
+                }
+                buf.truncate(done);
+                Ok(())
+            }
+            Handle::Container(c) => {
+                let len = c.len();
+                if offset >= len {
+                    return Ok(());
+                }
+                let n = (size as u64).min(len - offset) as usize;
+                buf.resize(n, 0);
+                match c.read_at(offset, buf) {
+                    Ok(got) => {
+                        buf.truncate(got);
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.log_once(&format!("read of {n} bytes at {offset} failed: {e}"));
+                        Err(e.errno())
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, i32> {
+        let mut v = Vec::new();
+        self.read_into(fh, offset, size, &mut v)?;
+        Ok(v)
+    }
+
+    /// `SEEK_DATA` / `SEEK_HOLE`: zero chunks are holes.
+    pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
+        let h = self.handle(fh)?;
+        let c = match &*h {
+            Handle::Container(c) => c,
+            Handle::Plain(f) => {
+                let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
+                return if r < 0 {
+                    Err(std::io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EIO))
+                } else {
+                    Ok(r)
+                };
+            }
+        };
+        let len = c.len() as i64;
+        if offset < 0 || offset >= len {
+            return Err(libc::ENXIO);
+        }
+        match whence {
+            libc::SEEK_SET => Ok(offset),
+            libc::SEEK_DATA | libc::SEEK_HOLE => {
+                let want_hole = whence == libc::SEEK_HOLE;
+                // Only the raw view maps linearly onto chunks.
+                if !matches!(c.view(), View::Raw) {
+                    return Ok(if want_hole { len } else { offset });
+                }
+                let off = offset as u64;
+                let chunks = c.chunks();
+                let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
+                for e in &chunks[start..] {
+                    let hole = matches!(
+                        &e.loc,
+                        ChunkLoc::Special {
+                            kind: crate::format::chunk::Special::Zeros
+                                | crate::format::chunk::Special::Uninit,
+                            ..
+                        }
+                    );
+                    if hole == want_hole {
+                        return Ok(e.uoff.max(off) as i64);
+                    }
+                }
+                if want_hole {
+                    Ok(len)
+                } else {
+                    Err(libc::ENXIO)
+                }
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+
+    /// Extended attributes of `ino` (name, value).
+    pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, i32> {
+        let mut out = Vec::new();
+        if ino == ROOT_INO {
+            out.push((
+                "user.bloscfs.stats".to_string(),
+                self.env.stats.render(&self.env.cache).into_bytes(),
+            ));
+            return Ok(out);
+        }
+        let (path, what, md) = self.what_of(ino)?;
+        if let What::Container(_) = what {
+            let (c, _) = self.container(ino, &path, &md)?;
+            let i = c.info();
+            let mut add =
+                |k: &str, v: String| out.push((format!("user.blosc.{k}"), v.into_bytes()));
+            add("format", i.format.clone());
+            add("codec", i.codec.clone());
+            add("filters", i.filters.join(","));
+            add("typesize", i.typesize.to_string());
+            add("chunksize", i.chunksize.to_string());
+            let bs = c
+                .chunks()
+                .iter()
+                .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
+                .and_then(|ci| c.layout(ci).ok())
+                .map(|l| l.header.blocksize)
+                .unwrap_or(0);
+            add("blocksize", bs.to_string());
+            add("nchunks", i.nchunks.to_string());
+            add("nbytes", i.nbytes.to_string());
+            add("cbytes", i.cbytes.to_string());
+            let r = if i.cbytes > 0 {
+                i.nbytes as f64 / i.cbytes as f64
+            } else {
+                0.0
+            };
+            add("cratio", format!("{r:.3}"));
+            if let View::Npy { descr, nd, .. } = c.view() {
+                add("dtype", descr.clone());
+                if let Some(nd) = nd {
+                    add("shape", format!("{:?}", nd.shape));
+                    add("chunkshape", format!("{:?}", nd.chunkshape));
+                    add("blockshape", format!("{:?}", nd.blockshape));
+                }
+            }
+            for (n, v) in i.metalayers.iter().chain(i.vlmetalayers.iter()) {
+                out.push((format!("user.blosc.meta.{n}"), v.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, i32> {
+        self.xattrs(ino)?
+            .into_iter()
+            .find(|(n, _)| n.as_bytes() == name.as_bytes())
+            .map(|(_, v)| v)
+            .ok_or(libc::ENODATA)
+    }
+
+    /// NUL-separated attribute names.
+    pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>, i32> {
+        let mut v = Vec::new();
+        for (n, _) in self.xattrs(ino)? {
+            v.extend_from_slice(n.as_bytes());
+            v.push(0);
+        }
+        Ok(v)
+    }
+
+    /// (blocks, bfree, bavail, files, ffree, bsize, namelen, frsize) of the source file system.
+    pub fn statfs(&self) -> Result<[u64; 8], i32> {
+        let c =
+            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
+        if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        Ok([
+            s.f_blocks,
+            0,
+            0,
+            s.f_files,
+            0,
+            s.f_bsize,
+            s.f_namemax,
+            s.f_frsize,
+        ])
+    }
+}
+
+fn entries_has(entries: &[(OsString, OsString, What, Metadata)], name: &OsStr) -> bool {
+    entries.iter().any(|e| e.0 == name)
+}
+
+/// The presented name of a container: one known suffix removed; arrays get
+/// `.npy` (replacing `.b2nd`, or appended).
+pub fn presented_name(name: &OsStr, npy: bool) -> OsString {
+    let s = name.to_string_lossy();
+    if npy {
+        let stem = s
+            .strip_suffix(".b2nd")
+            .or_else(|| SUFFIXES.iter().find_map(|suf| s.strip_suffix(suf)))
+            .unwrap_or(&s);
+        if stem.is_empty() {
+            return name.to_os_string();
+        }
+        return OsString::from(format!("{stem}.npy"));
+    }
+    for suf in SUFFIXES {
+        if let Some(stem) = s.strip_suffix(suf) {
+            if !stem.is_empty() && name.as_bytes().len() == s.len() {
+                return OsString::from(stem);
+            }
+        }
+    }
+    name.to_os_string()
+}
+
+/// 512-byte blocks used by all files of a sparse-frame directory.
+fn dir_blocks(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.blocks())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(presented_name(OsStr::new("t.b2frame"), false), "t");
+        assert_eq!(presented_name(OsStr::new("t.blosc2"), false), "t");
+        assert_eq!(presented_name(OsStr::new("a.tar.b2"), false), "a.tar");
+        assert_eq!(presented_name(OsStr::new("x"), false), "x");
+        assert_eq!(presented_name(OsStr::new(".b2"), false), ".b2");
+        assert_eq!(presented_name(OsStr::new("w.b2nd"), true), "w.npy");
+        assert_eq!(presented_name(OsStr::new("w.blp"), true), "w.npy");
+        assert_eq!(presented_name(OsStr::new("w"), true), "w.npy");
+    }
+}

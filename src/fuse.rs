@@ -1,0 +1,230 @@
+//! The thin adapter from `fuser` (the only file that names it) to `fs::Fs`.
+
+use crate::fs::{Attr, Fs, Kind};
+use fuser::{
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
+};
+use std::cell::RefCell;
+use std::ffi::OsStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Attributes and entries may be cached by the kernel this long; changed
+/// sources are noticed on the next lookup/open after that.
+const TTL: Duration = Duration::from_secs(1);
+
+pub struct BloscFuse {
+    pub fs: Arc<Fs>,
+    /// Log every request (`-d`).
+    pub debug: bool,
+}
+
+thread_local! {
+    static READBUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn attr(a: &Attr) -> FileAttr {
+    FileAttr {
+        ino: INodeNo(a.ino),
+        size: a.size,
+        blocks: a.blocks,
+        atime: a.atime,
+        mtime: a.mtime,
+        ctime: a.ctime,
+        crtime: a.ctime,
+        kind: match a.kind {
+            Kind::Dir => FileType::Directory,
+            Kind::File => FileType::RegularFile,
+            Kind::Symlink => FileType::Symlink,
+        },
+        perm: a.perm,
+        nlink: a.nlink,
+        uid: a.uid,
+        gid: a.gid,
+        rdev: 0,
+        blksize: a.blksize,
+        flags: 0,
+    }
+}
+
+fn err(e: i32) -> Errno {
+    Errno::from_i32(e)
+}
+
+impl BloscFuse {
+    fn trace(&self, what: std::fmt::Arguments) {
+        if self.debug {
+            log::debug!("{what}");
+        }
+    }
+}
+
+impl Filesystem for BloscFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_readahead(1 << 20);
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.trace(format_args!("lookup({}, {name:?})", parent.0));
+        match self.fs.lookup(parent.0, name) {
+            Ok(a) => reply.entry(&TTL, &attr(&a), Generation(0)),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.trace(format_args!("getattr({})", ino.0));
+        match self.fs.getattr(ino.0) {
+            Ok(a) => reply.attr(&TTL, &attr(&a)),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        match self.fs.readlink(ino.0) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.trace(format_args!("open({}, {:#x})", ino.0, flags.0));
+        let write = (flags.0 & libc::O_ACCMODE) != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
+        match self.fs.open(ino.0, write) {
+            Ok((fh, keep)) => {
+                let f = if keep {
+                    FopenFlags::FOPEN_KEEP_CACHE
+                } else {
+                    FopenFlags::empty()
+                };
+                reply.opened(FileHandle(fh), f)
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        self.trace(format_args!(
+            "read({}, fh {}, {offset}, {size})",
+            ino.0, fh.0
+        ));
+        READBUF.with(|b| {
+            let mut b = b.borrow_mut();
+            match self.fs.read_into(fh.0, offset, size, &mut b) {
+                Ok(()) => reply.data(&b),
+                Err(e) => reply.error(err(e)),
+            }
+        })
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.fs.release(fh.0);
+        reply.ok();
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        self.trace(format_args!("readdir({}, {offset})", ino.0));
+        match self.fs.readdir(ino.0) {
+            Ok(entries) => {
+                for (i, e) in entries.iter().enumerate().skip(offset as usize) {
+                    let kind = match e.kind {
+                        Kind::Dir => FileType::Directory,
+                        Kind::File => FileType::RegularFile,
+                        Kind::Symlink => FileType::Symlink,
+                    };
+                    if reply.add(INodeNo(e.ino), (i + 1) as u64, kind, &e.name) {
+                        break;
+                    }
+                }
+                reply.ok()
+            }
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        match self.fs.statfs() {
+            Ok(s) => reply.statfs(
+                s[0],
+                s[1],
+                s[2],
+                s[3],
+                s[4],
+                s[5] as u32,
+                s[6] as u32,
+                s[7] as u32,
+            ),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.fs.getxattr(ino.0, name) {
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() <= size as usize => reply.data(&v),
+            Ok(_) => reply.error(Errno::ERANGE),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.fs.listxattr(ino.0) {
+            Ok(v) if size == 0 => reply.size(v.len() as u32),
+            Ok(v) if v.len() <= size as usize => reply.data(&v),
+            Ok(_) => reply.error(Errno::ERANGE),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn access(&self, _req: &Request, _ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        if mask.contains(AccessFlags::W_OK) {
+            reply.error(Errno::EROFS)
+        } else {
+            reply.ok()
+        }
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self.fs.lseek(fh.0, offset, whence) {
+            Ok(o) => reply.offset(o),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+}

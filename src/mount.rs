@@ -1,0 +1,533 @@
+//! The mount form: `bloscfs [-f] [-d] [-o OPTIONS] SOURCE MOUNTPOINT`.
+//! Option parsing, daemonizing (the parent returns once the mount is
+//! ready), logging, signals (SIGINT/SIGTERM/SIGHUP unmount cleanly).
+
+use crate::cli::parse_size;
+use crate::fs::{Fs, FsOptions};
+use crate::fuse::BloscFuse;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub const USAGE: &str = "\
+usage: bloscfs [-f] [-d] [-o OPTION[,OPTION...]] SOURCE MOUNTPOINT
+       bloscfs cat [--offset N] [--length N] [--raw] [--no-verify] FILE
+       bloscfs info [--chunks] FILE
+
+Mounts the directory tree SOURCE read-only at MOUNTPOINT. Every Blosc
+container in it (Blosc1/Blosc2 chunks, Blosc2 frames and sparse frames,
+packed super-chunks, Bloscpack files; detected by content) appears as a
+plain file of its uncompressed bytes, named without its suffix; b2nd arrays
+and Bloscpack NumPy arrays appear as .npy files. Other files pass through.
+
+Options:
+  -f                     stay in the foreground (default: daemonize once mounted)
+  -d                     debug: foreground, and log every FUSE request
+  -h, --help             this help
+  -V, --version          the version
+  -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
+  -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
+  -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
+  -o allow_other         let other users read (implies default_permissions)
+  -o allow_root          let root read too
+  -o default_permissions let the kernel check permissions
+  -o verify_checksums    verify Bloscpack chunk checksums on first read (default)
+  -o noverify            do not verify Bloscpack checksums
+  -o logfile=PATH        log to PATH instead of syslog when daemonized
+  -o fsname=NAME         source name shown in mount tables (default: SOURCE)
+  -o subtype=NAME        file system subtype (default: bloscfs)
+  -o auto_unmount        unmount when the daemon dies (needs allow_other/allow_root)
+  -o ro, nodev, nosuid, noexec, noatime, dev, suid, exec, atime
+                         passed to the kernel (the mount is always read-only)
+  -o rw, defaults, auto, noauto, user, users, nouser, nofail, _netdev, x-*
+                         accepted for fstab and ignored
+";
+
+#[derive(Debug, Clone)]
+pub struct MountArgs {
+    pub source: PathBuf,
+    pub mountpoint: PathBuf,
+    pub foreground: bool,
+    pub debug: bool,
+    pub cache_size: u64,
+    pub threads: usize,
+    pub readahead: u64,
+    pub verify: bool,
+    pub allow_other: bool,
+    pub allow_root: bool,
+    pub default_permissions: bool,
+    pub auto_unmount: bool,
+    pub logfile: Option<PathBuf>,
+    pub fsname: Option<String>,
+    pub subtype: String,
+    /// Kernel flags passed on (nodev, noexec, ...).
+    pub flags: Vec<String>,
+}
+
+/// Parse the mount form. `Ok(None)`: help or version was printed.
+pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
+    let mut pos = Vec::new();
+    let mut opts: Vec<String> = Vec::new();
+    let mut m = MountArgs {
+        source: PathBuf::new(),
+        mountpoint: PathBuf::new(),
+        foreground: false,
+        debug: false,
+        cache_size: 256 << 20,
+        threads: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .max(2),
+        readahead: 1 << 20,
+        verify: true,
+        allow_other: false,
+        allow_root: false,
+        default_permissions: false,
+        auto_unmount: false,
+        logfile: None,
+        fsname: None,
+        subtype: "bloscfs".into(),
+        flags: Vec::new(),
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(None);
+            }
+            "-V" | "--version" => {
+                println!("bloscfs {}", crate::cli::VERSION);
+                return Ok(None);
+            }
+            "-f" => m.foreground = true,
+            "-d" => {
+                m.debug = true;
+                m.foreground = true;
+            }
+            "-s" => {} // single-threaded in libfuse terms: accepted, ignored
+            "-o" => opts.push(it.next().ok_or("-o needs an argument")?.clone()),
+            s if s.starts_with("-o") => opts.push(s[2..].to_string()),
+            s if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!("unknown option {s}\n\n{USAGE}"))
+            }
+            s => pos.push(s.to_string()),
+        }
+    }
+    for o in opts
+        .iter()
+        .flat_map(|o| o.split(','))
+        .filter(|o| !o.is_empty())
+    {
+        let (k, v) = match o.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (o, None),
+        };
+        fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, String> {
+            v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"))
+        }
+        match k {
+            "cache_size" => {
+                let v = need(k, v)?;
+                m.cache_size =
+                    parse_size(v).ok_or_else(|| format!("cache_size: not a size: {v}"))?;
+            }
+            "threads" => {
+                let v = need(k, v)?;
+                m.threads = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &usize| (1..=256).contains(&n))
+                    .ok_or_else(|| format!("threads: not a number from 1 to 256: {v}"))?;
+            }
+            "readahead" => {
+                let v = need(k, v)?;
+                m.readahead = parse_size(v).ok_or_else(|| format!("readahead: not a size: {v}"))?;
+            }
+            "allow_other" => {
+                m.allow_other = true;
+                m.default_permissions = true;
+            }
+            "allow_root" => m.allow_root = true,
+            "default_permissions" => m.default_permissions = true,
+            "verify_checksums" | "verify" => m.verify = true,
+            "noverify" | "noverify_checksums" => m.verify = false,
+            "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
+            "fsname" => m.fsname = Some(need(k, v)?.to_string()),
+            "subtype" => m.subtype = need(k, v)?.to_string(),
+            "auto_unmount" => m.auto_unmount = true,
+            "debug" => {
+                m.debug = true;
+                m.foreground = true;
+            }
+            "ro" | "nodev" | "nosuid" | "noexec" | "noatime" | "dev" | "suid" | "exec"
+            | "atime" => m.flags.push(k.to_string()),
+            "rw" | "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "nofail"
+            | "_netdev" | "owner" | "comment" => {}
+            k if k.starts_with("x-") => {}
+            _ => return Err(format!("unknown mount option '{o}' (see bloscfs --help)")),
+        }
+    }
+    if pos.len() != 2 {
+        return Err(format!("expected SOURCE and MOUNTPOINT\n\n{USAGE}"));
+    }
+    m.source = PathBuf::from(&pos[0]);
+    m.mountpoint = PathBuf::from(&pos[1]);
+    Ok(Some(m))
+}
+
+/// A small logger: stderr in the foreground, syslog or a file when daemonized.
+struct Logger {
+    level: log::LevelFilter,
+    sink: parking_lot::Mutex<Sink>,
+}
+
+enum Sink {
+    Stderr,
+    Syslog,
+    File(std::fs::File),
+}
+
+impl log::Log for Logger {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= self.level
+            && (m.target().starts_with("bloscfs") || m.level() <= log::Level::Warn)
+    }
+    fn log(&self, r: &log::Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let msg = format!("{}: {}", r.level().as_str().to_lowercase(), r.args());
+        match &mut *self.sink.lock() {
+            Sink::Stderr => eprintln!("bloscfs: {msg}"),
+            Sink::File(f) => {
+                let _ = writeln!(f, "bloscfs[{}]: {msg}", std::process::id());
+            }
+            Sink::Syslog => {
+                let prio = match r.level() {
+                    log::Level::Error => libc::LOG_ERR,
+                    log::Level::Warn => libc::LOG_WARNING,
+                    log::Level::Info => libc::LOG_INFO,
+                    _ => libc::LOG_DEBUG,
+                };
+                if let Ok(c) = std::ffi::CString::new(msg.replace('\0', " ")) {
+                    // SAFETY: constant format string and a valid C string argument.
+                    unsafe { libc::syslog(prio, c"%s".as_ptr(), c.as_ptr()) };
+                }
+            }
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
+    let default = if m.debug {
+        log::LevelFilter::Debug
+    } else {
+        log::LevelFilter::Info
+    };
+    let level = std::env::var("BLOSCFS_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    let sink = match (&m.logfile, daemon) {
+        (Some(p), _) => Sink::File(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("logfile {}: {e}", p.display()))?,
+        ),
+        (None, true) => {
+            // SAFETY: a static identifier string; openlog keeps the pointer.
+            unsafe { libc::openlog(c"bloscfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
+            Sink::Syslog
+        }
+        (None, false) => Sink::Stderr,
+    };
+    let _ = log::set_boxed_logger(Box::new(Logger {
+        level,
+        sink: parking_lot::Mutex::new(sink),
+    }));
+    log::set_max_level(level);
+    Ok(())
+}
+
+/// Is `mp` already a mount point of a FUSE file system? (maj:min if so)
+fn mounted_at(mp: &std::path::Path) -> Option<(String, String)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let want = mp.to_string_lossy();
+    for line in info.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        if f.len() > 4 && unescape(f[4]) == want {
+            let dash = f.iter().position(|&x| x == "-")?;
+            let fstype = f.get(dash + 1).copied().unwrap_or("");
+            return Some((f[2].to_string(), fstype.to_string()));
+        }
+    }
+    None
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
+}
+
+/// Raise the kernel read-ahead of our mount (root only; best effort).
+fn set_readahead(mp: &std::path::Path, bytes: u64) {
+    if bytes == 0 {
+        return;
+    }
+    if let Some((majmin, _)) = mounted_at(mp) {
+        let p = format!("/sys/class/bdi/{majmin}/read_ahead_kb");
+        match std::fs::write(&p, format!("{}", bytes / 1024)) {
+            Ok(()) => log::debug!("read-ahead set to {} KiB ({p})", bytes / 1024),
+            Err(e) => log::debug!("cannot set read-ahead ({p}): {e}"),
+        }
+    }
+}
+
+fn fuse_config(m: &MountArgs) -> fuser::Config {
+    use fuser::MountOption as O;
+    let mut c = fuser::Config::default();
+    let fsname = m
+        .fsname
+        .clone()
+        .unwrap_or_else(|| m.source.to_string_lossy().into_owned());
+    c.mount_options = vec![O::FSName(fsname), O::Subtype(m.subtype.clone()), O::RO];
+    if m.default_permissions {
+        c.mount_options.push(O::DefaultPermissions);
+    }
+    if m.auto_unmount {
+        c.mount_options.push(O::AutoUnmount);
+    }
+    for f in &m.flags {
+        c.mount_options.push(match f.as_str() {
+            "nodev" => O::NoDev,
+            "nosuid" => O::NoSuid,
+            "noexec" => O::NoExec,
+            "noatime" => O::NoAtime,
+            "dev" => O::Dev,
+            "suid" => O::Suid,
+            "exec" => O::Exec,
+            "atime" => O::Atime,
+            _ => O::RO,
+        });
+    }
+    c.mount_options.dedup();
+    c.acl = if m.allow_other {
+        fuser::SessionACL::All
+    } else if m.allow_root {
+        fuser::SessionACL::RootAndOwner
+    } else {
+        fuser::SessionACL::Owner
+    };
+    c.n_threads = Some(m.threads);
+    c
+}
+
+/// Run the mount form; returns the process exit code.
+pub fn main(args: &[String]) -> i32 {
+    let m = match parse(args) {
+        Ok(Some(m)) => m,
+        Ok(None) => return 0,
+        Err(e) => {
+            eprintln!("bloscfs: {e}");
+            return 2;
+        }
+    };
+    let source = match m.source.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => {
+            eprintln!("bloscfs: source {} is not a directory", p.display());
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("bloscfs: source {}: {e}", m.source.display());
+            return 1;
+        }
+    };
+    let mountpoint = match m.mountpoint.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => {
+            eprintln!("bloscfs: mount point {} is not a directory", p.display());
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("bloscfs: mount point {}: {e}", m.mountpoint.display());
+            return 1;
+        }
+    };
+    if let Some((_, fstype)) = mounted_at(&mountpoint) {
+        if fstype.starts_with("fuse") {
+            eprintln!(
+                "bloscfs: {} is already a mount point ({fstype}); unmount it first (fusermount3 -u {})",
+                mountpoint.display(),
+                mountpoint.display()
+            );
+            return 1;
+        }
+    }
+    if !std::path::Path::new("/dev/fuse").exists() {
+        eprintln!(
+            "bloscfs: /dev/fuse is missing: load the fuse module (modprobe fuse) or install fuse3"
+        );
+        return 1;
+    }
+    let m = MountArgs {
+        source,
+        mountpoint,
+        ..m
+    };
+    if m.foreground {
+        if let Err(e) = init_logging(&m, false) {
+            eprintln!("bloscfs: {e}");
+            return 1;
+        }
+        return serve(&m, None);
+    }
+    // Daemonize: the child mounts and tells the parent through a pipe.
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid two-element array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        eprintln!("bloscfs: pipe: {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    // SAFETY: the pipe fds were just created and are owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: single-threaded at this point (no threads spawned yet).
+    match unsafe { libc::fork() } {
+        -1 => {
+            eprintln!("bloscfs: fork: {}", std::io::Error::last_os_error());
+            1
+        }
+        0 => {
+            drop(rd);
+            // SAFETY: plain system calls in the child.
+            unsafe {
+                libc::setsid();
+            }
+            let _ = std::env::set_current_dir("/");
+            if let Err(e) = init_logging(&m, true) {
+                let mut w = std::fs::File::from(wr);
+                let _ = w.write_all(format!("E{e}").as_bytes());
+                std::process::exit(1);
+            }
+            std::process::exit(serve(&m, Some(std::fs::File::from(wr))))
+        }
+        _child => {
+            drop(wr);
+            let mut r = std::fs::File::from(rd);
+            let mut msg = String::new();
+            let _ = r.read_to_string(&mut msg);
+            if msg.starts_with("OK") {
+                0
+            } else {
+                let msg = msg.strip_prefix('E').unwrap_or(&msg);
+                if msg.is_empty() {
+                    eprintln!("bloscfs: the daemon exited before the mount was ready");
+                } else {
+                    eprintln!("bloscfs: {msg}");
+                }
+                1
+            }
+        }
+    }
+}
+
+/// Mount and serve until unmounted. `ready` (daemon mode) gets "OK" once the
+/// mount is up, or "E<message>" on failure.
+fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
+    let fail = |ready: Option<std::fs::File>, msg: String| {
+        match ready {
+            Some(mut w) => {
+                let _ = w.write_all(format!("E{msg}").as_bytes());
+            }
+            None => eprintln!("bloscfs: {msg}"),
+        }
+        1
+    };
+    let fs = match Fs::new(
+        &m.source,
+        &FsOptions {
+            cache_size: m.cache_size,
+            verify_checksums: m.verify,
+        },
+    ) {
+        Ok(fs) => Arc::new(fs),
+        Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
+    };
+    let adapter = BloscFuse {
+        fs: fs.clone(),
+        debug: m.debug,
+    };
+    let mut session = match fuser::Session::new(adapter, &m.mountpoint, &fuse_config(m)) {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(
+                ready,
+                format!("cannot mount on {}: {e}", m.mountpoint.display()),
+            )
+        }
+    };
+    set_readahead(&m.mountpoint, m.readahead);
+    log::info!(
+        "mounted {} on {} (cache {} MiB, {} threads)",
+        m.source.display(),
+        m.mountpoint.display(),
+        m.cache_size >> 20,
+        m.threads
+    );
+    // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
+    let mut unmounter = session.unmount_callable();
+    let mp = m.mountpoint.clone();
+    match signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP]) {
+        Ok(mut signals) => {
+            std::thread::spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    log::info!("signal {sig}: unmounting {}", mp.display());
+                    if let Err(e) = unmounter.unmount() {
+                        log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
+                        let _ = std::process::Command::new("fusermount3")
+                            .arg("-u")
+                            .arg("-z")
+                            .arg(&mp)
+                            .status();
+                    }
+                }
+            });
+        }
+        Err(e) => log::warn!("cannot catch signals: {e}"),
+    }
+    if let Some(mut w) = ready {
+        let _ = w.write_all(b"OK");
+        drop(w);
+        // Detach from the terminal now that the parent has its answer.
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&null);
+            // SAFETY: duplicating a valid fd onto the standard descriptors.
+            unsafe {
+                libc::dup2(fd, 0);
+                libc::dup2(fd, 1);
+                libc::dup2(fd, 2);
+            }
+        }
+    }
+    match session.run() {
+        Ok(()) => {
+            log::info!("unmounted {}", m.mountpoint.display());
+            0
+        }
+        Err(e) => {
+            log::error!("session ended with an error: {e}");
+            1
+        }
+    }
+}
