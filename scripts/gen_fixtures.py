@@ -253,6 +253,16 @@ def frames():
     s.insert_chunk(0, ch(700, 5))
     ref = b"".join(s.decompress_chunk(i) for i in range(s.nchunks))
     record(p, ref, "blosc2-frame", variable=True)
+    # Multi-block chunks, for tests that count decoded blocks.
+    for name, fl in [("blocks-lz4", [F.SHUFFLE]), ("blocks-delta", [F.DELTA, F.SHUFFLE])]:
+        p = os.path.join(d, f"{name}.b2frame")
+        s = blosc2.SChunk(chunksize=1 << 20, urlpath=p, mode="w",
+                          cparams=dict(typesize=8, codec=blosc2.Codec.LZ4, filters=fl, blocksize=64 << 10))
+        raw = (np.arange(3 * (1 << 17) + 1000, dtype="<i8") // 7).tobytes()
+        for i in range(0, len(raw), 1 << 20):
+            s.append_data(raw[i:i + (1 << 20)])
+        ref = b"".join(s.decompress_chunk(i) for i in range(s.nchunks))
+        record(p, ref, "blosc2-frame", blocksize=64 << 10, filters=name)
     # A zstd dictionary.
     p = os.path.join(d, "zstd-dict.b2frame")
     s = blosc2.SChunk(chunksize=40_000, urlpath=p, mode="w",

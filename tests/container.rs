@@ -1,0 +1,146 @@
+//! The read path: only the blocks a range needs are decoded; the cache stays
+//! within its budget under concurrent readers; bad input gives clear errors.
+
+mod common;
+use bloscfs::{open_path_with, Env};
+use common::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+fn decoded(env: &Env) -> u64 {
+    env.stats.blocks_decoded.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_4k_read_in_the_middle_decodes_one_block() {
+    let env = Env::new(64 << 20);
+    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000; // chunk 1, block 7
+    c.read_at(off, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 1);
+    // Read again: served from the cache.
+    c.read_at(off + 100, &mut buf).unwrap();
+    assert_eq!(decoded(&env), 1);
+    assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
+}
+
+#[test]
+fn a_4k_read_of_a_delta_chunk_decodes_two_blocks() {
+    let env = Env::new(64 << 20);
+    let c = open_path_with(&fixture("frame/blocks-delta.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("frame/blocks-delta.b2frame");
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000;
+    c.read_at(off, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 2, "block 0 of the chunk and the block read");
+}
+
+#[test]
+fn a_row_of_a_2d_array_decodes_only_its_band() {
+    // shape (97, 131), chunks (40, 50), blocks (8, 25): row 45 lies in chunk
+    // row 1, block row 0 of it; across 131 columns that is 3 chunks x up to
+    // 2 blocks = 6 blocks (not the 9 x 10 blocks of the array).
+    let env = Env::new(64 << 20);
+    let c = open_path_with(&fixture("b2nd/array1-2d.b2nd"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("b2nd/array1-2d.b2nd");
+    let header = whole.len() - 97 * 131 * 4;
+    let row = 45;
+    let at = header + row * 131 * 4;
+    let mut buf = vec![0u8; 131 * 4];
+    c.read_at(at as u64, &mut buf).unwrap();
+    assert_eq!(buf, whole[at..at + 131 * 4]);
+    assert_eq!(decoded(&env), 6);
+}
+
+#[test]
+fn many_threads_with_constant_eviction_read_exact_bytes() {
+    let names = [
+        "frame/blocks-lz4.b2frame",
+        "frame/blocks-delta.b2frame",
+        "b2nd/array1-2d.b2nd",
+        "b2nd/partial.b2nd",
+        "frame/zstd-dict.b2frame",
+    ];
+    // A cache far smaller than the working set (64 KiB blocks).
+    let env = Env::new(256 << 10);
+    let files: Vec<_> = names
+        .iter()
+        .map(|n| {
+            (
+                Arc::new(open_path_with(&fixture(n), &env).unwrap().unwrap()),
+                Arc::new(reference_bytes(n)),
+            )
+        })
+        .collect();
+    let files = Arc::new(files);
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let files = files.clone();
+            let env = env.clone();
+            std::thread::spawn(move || {
+                let mut seed = 0x1234_5678_9abc_def1u64 ^ (t << 32);
+                for _ in 0..400 {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let (c, whole) = &files[(seed % files.len() as u64) as usize];
+                    let off = (seed >> 8) % whole.len() as u64;
+                    let len = ((seed >> 40) % 200_000) as usize;
+                    let mut buf = vec![0u8; len];
+                    let n = c.read_at(off, &mut buf).unwrap();
+                    assert_eq!(n, len.min(whole.len() - off as usize));
+                    assert_eq!(&buf[..n], &whole[off as usize..off as usize + n]);
+                    assert!(env.cache.bytes() <= env.cache.budget());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(env.cache.bytes() <= env.cache.budget());
+}
+
+#[test]
+fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("damaged.b2frame");
+    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let env = Env::new(16 << 20);
+    let good = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    // Damage the middle of chunk 1's streams.
+    let bad_at = match good.chunks()[1].loc {
+        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        _ => unreachable!(),
+    };
+    for b in &mut bytes[bad_at..bad_at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; c.len() as usize];
+    let err = c.read_at(0, &mut buf).unwrap_err().to_string();
+    assert!(
+        err.contains("damaged.b2frame") && err.contains("chunk 1") && err.contains("block"),
+        "{err}"
+    );
+    // Chunks 0 and 2 still read exactly.
+    let mut b0 = vec![0u8; 1 << 20];
+    c.read_at(0, &mut b0).unwrap();
+    assert_eq!(b0, whole[..1 << 20]);
+    c.read_at(2 << 20, &mut b0).unwrap();
+    assert_eq!(b0, whole[2 << 20..3 << 20]);
+}
