@@ -1,0 +1,145 @@
+//! The presented tree without a mount: names, collisions, sizes, reads,
+//! attributes, holes.
+
+mod common;
+use bloscfs::fs::{Fs, FsOptions, Kind, ROOT_INO};
+use common::*;
+use std::ffi::OsStr;
+
+fn tree() -> (tempfile::TempDir, Fs) {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    copy(&fixture("frame/blocks-lz4.b2frame"), &s.join("series.b2frame"));
+    copy(&fixture("b2nd/array1-2d.b2nd"), &s.join("grid.b2nd"));
+    copy(&fixture("bloscpack/ndarray-1.blp"), &s.join("fortran.blp"));
+    copy(&fixture("chunk1").read_dir().unwrap().next().unwrap().unwrap().path(), &s.join("one.blosc"));
+    copy(&fixture("frame/special-zero.b2frame"), &s.join("zeros.b2"));
+    // Collision: "taken" exists as a plain file, so taken.b2 keeps its name.
+    std::fs::write(s.join("taken"), b"plain").unwrap();
+    copy(&fixture("frame/special-nan.b2frame"), &s.join("taken.b2"));
+    // A sparse frame directory appears as one file.
+    let sparse = std::fs::read_dir(fixture("frame"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("a sparse frame fixture");
+    copy(&sparse, &s.join("sparse.b2frame"));
+    std::fs::create_dir(s.join("sub")).unwrap();
+    std::fs::write(s.join("sub/readme.txt"), b"hello").unwrap();
+    // Looks like a frame, is not: passes through as raw bytes.
+    let mut fake = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    fake.truncate(40);
+    std::fs::write(s.join("broken.b2frame"), &fake).unwrap();
+    std::os::unix::fs::symlink("series.b2frame", s.join("link")).unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    (d, fs)
+}
+
+fn names(fs: &Fs, ino: u64) -> Vec<String> {
+    let mut v: Vec<String> = fs
+        .readdir(ino)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn names_sizes_and_kinds() {
+    let (_d, fs) = tree();
+    assert_eq!(
+        names(&fs, ROOT_INO),
+        [".", "..", "broken.b2frame", "fortran.npy", "grid.npy", "link", "one", "series", "sparse", "sub", "taken", "taken.b2", "zeros"]
+    );
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    assert_eq!(a.kind, Kind::File);
+    assert_eq!(a.size, reference_bytes("frame/blocks-lz4.b2frame").len() as u64);
+    assert_eq!(a.perm & 0o222, 0, "read-only");
+    let sparse = fs.lookup(ROOT_INO, OsStr::new("sparse")).unwrap();
+    assert_eq!(sparse.kind, Kind::File);
+    assert!(sparse.blocks > 0, "du counts the chunk files");
+    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("link")).unwrap().kind, Kind::Symlink);
+    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("sub")).unwrap().kind, Kind::Dir);
+    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("broken.b2frame")).unwrap().size, 40);
+    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("nope")).unwrap_err(), libc::ENOENT);
+    // Stable inode numbers.
+    assert_eq!(a.ino, fs.lookup(ROOT_INO, OsStr::new("series")).unwrap().ino);
+}
+
+#[test]
+fn reads_are_exact_and_writes_refused() {
+    let (_d, fs) = tree();
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    assert_eq!(fs.open(a.ino, true).unwrap_err(), libc::EROFS);
+    let (fh, keep) = fs.open(a.ino, false).unwrap();
+    assert!(!keep);
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let got = fs.read(fh, 1_000_000, 131072).unwrap();
+    assert_eq!(got, whole[1_000_000..1_131_072]);
+    let tail = fs.read(fh, whole.len() as u64 - 10, 4096).unwrap();
+    assert_eq!(tail, whole[whole.len() - 10..]);
+    fs.release(fh);
+    // Unchanged source: the kernel may keep its cache on the next open.
+    let (fh2, keep2) = fs.open(a.ino, false).unwrap();
+    assert!(keep2);
+    fs.release(fh2);
+    let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
+    let (fh, _) = fs.open(g.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 1 << 20).unwrap(), reference_bytes("b2nd/array1-2d.b2nd"));
+    let t = fs.lookup(ROOT_INO, OsStr::new("taken")).unwrap();
+    let (fh, _) = fs.open(t.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 100).unwrap(), b"plain");
+}
+
+#[test]
+fn xattrs_and_stats() {
+    let (_d, fs) = tree();
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let get = |n: &str| String::from_utf8(fs.getxattr(a.ino, OsStr::new(n)).unwrap()).unwrap();
+    assert_eq!(get("user.blosc.format"), "blosc2-frame");
+    assert_eq!(get("user.blosc.codec"), "lz4");
+    assert_eq!(get("user.blosc.filters"), "shuffle");
+    assert_eq!(get("user.blosc.typesize"), "8");
+    assert_eq!(get("user.blosc.blocksize"), "65536");
+    assert_eq!(get("user.blosc.nchunks"), "4");
+    let list = fs.listxattr(a.ino).unwrap();
+    assert!(list.split(|&b| b == 0).any(|n| n == b"user.blosc.cratio"));
+    let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
+    assert_eq!(fs.getxattr(g.ino, OsStr::new("user.blosc.shape")).unwrap(), b"[97, 131]");
+    assert!(fs.getxattr(g.ino, OsStr::new("user.blosc.meta.b2nd")).is_ok());
+    let stats = String::from_utf8(fs.getxattr(ROOT_INO, OsStr::new("user.bloscfs.stats")).unwrap()).unwrap();
+    assert!(stats.contains("blocks_decoded="), "{stats}");
+}
+
+#[test]
+fn zero_chunks_are_holes() {
+    let (_d, fs) = tree();
+    let z = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (fh, _) = fs.open(z.ino, false).unwrap();
+    assert_eq!(fs.lseek(fh, 0, libc::SEEK_HOLE).unwrap(), 0);
+    assert_eq!(fs.lseek(fh, 0, libc::SEEK_DATA).unwrap_err(), libc::ENXIO);
+    let s = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let (fh, _) = fs.open(s.ino, false).unwrap();
+    assert_eq!(fs.lseek(fh, 5, libc::SEEK_DATA).unwrap(), 5);
+    assert_eq!(fs.lseek(fh, 5, libc::SEEK_HOLE).unwrap(), s.size as i64);
+}
+
+#[test]
+fn a_replaced_source_is_served_fresh() {
+    let (d, fs) = tree();
+    let a = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 8).unwrap(), vec![0u8; 8]);
+    fs.release(fh);
+    // Replace by rename with a NaN frame of the same name.
+    let tmp = d.path().join(".new");
+    copy(&fixture("frame/special-nan.b2frame"), &tmp);
+    std::fs::rename(&tmp, d.path().join("zeros.b2")).unwrap();
+    let a2 = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (fh, keep) = fs.open(a2.ino, false).unwrap();
+    assert!(!keep);
+    let v = fs.read(fh, 0, 8).unwrap();
+    assert!(f64::from_le_bytes(v.try_into().unwrap()).is_nan());
+}
