@@ -9,10 +9,22 @@ use std::ffi::OsStr;
 fn tree() -> (tempfile::TempDir, Fs) {
     let d = tempfile::tempdir().unwrap();
     let s = d.path();
-    copy(&fixture("frame/blocks-lz4.b2frame"), &s.join("series.b2frame"));
+    copy(
+        &fixture("frame/blocks-lz4.b2frame"),
+        &s.join("series.b2frame"),
+    );
     copy(&fixture("b2nd/array1-2d.b2nd"), &s.join("grid.b2nd"));
     copy(&fixture("bloscpack/ndarray-1.blp"), &s.join("fortran.blp"));
-    copy(&fixture("chunk1").read_dir().unwrap().next().unwrap().unwrap().path(), &s.join("one.blosc"));
+    copy(
+        &fixture("chunk1")
+            .read_dir()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+        &s.join("one.blosc"),
+    );
     copy(&fixture("frame/special-zero.b2frame"), &s.join("zeros.b2"));
     // Collision: "taken" exists as a plain file, so taken.b2 keeps its name.
     std::fs::write(s.join("taken"), b"plain").unwrap();
@@ -51,21 +63,55 @@ fn names_sizes_and_kinds() {
     let (_d, fs) = tree();
     assert_eq!(
         names(&fs, ROOT_INO),
-        [".", "..", "broken.b2frame", "fortran.npy", "grid.npy", "link", "one", "series", "sparse", "sub", "taken", "taken.b2", "zeros"]
+        [
+            ".",
+            "..",
+            "broken.b2frame",
+            "fortran.npy",
+            "grid.npy",
+            "link",
+            "one",
+            "series",
+            "sparse",
+            "sub",
+            "taken",
+            "taken.b2",
+            "zeros"
+        ]
     );
     let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
     assert_eq!(a.kind, Kind::File);
-    assert_eq!(a.size, reference_bytes("frame/blocks-lz4.b2frame").len() as u64);
+    assert_eq!(
+        a.size,
+        reference_bytes("frame/blocks-lz4.b2frame").len() as u64
+    );
     assert_eq!(a.perm & 0o222, 0, "read-only");
     let sparse = fs.lookup(ROOT_INO, OsStr::new("sparse")).unwrap();
     assert_eq!(sparse.kind, Kind::File);
     assert!(sparse.blocks > 0, "du counts the chunk files");
-    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("link")).unwrap().kind, Kind::Symlink);
-    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("sub")).unwrap().kind, Kind::Dir);
-    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("broken.b2frame")).unwrap().size, 40);
-    assert_eq!(fs.lookup(ROOT_INO, OsStr::new("nope")).unwrap_err(), libc::ENOENT);
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("link")).unwrap().kind,
+        Kind::Symlink
+    );
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("sub")).unwrap().kind,
+        Kind::Dir
+    );
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("broken.b2frame"))
+            .unwrap()
+            .size,
+        40
+    );
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("nope")).unwrap_err(),
+        libc::ENOENT
+    );
     // Stable inode numbers.
-    assert_eq!(a.ino, fs.lookup(ROOT_INO, OsStr::new("series")).unwrap().ino);
+    assert_eq!(
+        a.ino,
+        fs.lookup(ROOT_INO, OsStr::new("series")).unwrap().ino
+    );
 }
 
 #[test]
@@ -87,7 +133,10 @@ fn reads_are_exact_and_writes_refused() {
     fs.release(fh2);
     let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
     let (fh, _) = fs.open(g.ino, false).unwrap();
-    assert_eq!(fs.read(fh, 0, 1 << 20).unwrap(), reference_bytes("b2nd/array1-2d.b2nd"));
+    assert_eq!(
+        fs.read(fh, 0, 1 << 20).unwrap(),
+        reference_bytes("b2nd/array1-2d.b2nd")
+    );
     let t = fs.lookup(ROOT_INO, OsStr::new("taken")).unwrap();
     let (fh, _) = fs.open(t.ino, false).unwrap();
     assert_eq!(fs.read(fh, 0, 100).unwrap(), b"plain");
@@ -107,9 +156,18 @@ fn xattrs_and_stats() {
     let list = fs.listxattr(a.ino).unwrap();
     assert!(list.split(|&b| b == 0).any(|n| n == b"user.blosc.cratio"));
     let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
-    assert_eq!(fs.getxattr(g.ino, OsStr::new("user.blosc.shape")).unwrap(), b"[97, 131]");
-    assert!(fs.getxattr(g.ino, OsStr::new("user.blosc.meta.b2nd")).is_ok());
-    let stats = String::from_utf8(fs.getxattr(ROOT_INO, OsStr::new("user.bloscfs.stats")).unwrap()).unwrap();
+    assert_eq!(
+        fs.getxattr(g.ino, OsStr::new("user.blosc.shape")).unwrap(),
+        b"[97, 131]"
+    );
+    assert!(fs
+        .getxattr(g.ino, OsStr::new("user.blosc.meta.b2nd"))
+        .is_ok());
+    let stats = String::from_utf8(
+        fs.getxattr(ROOT_INO, OsStr::new("user.bloscfs.stats"))
+            .unwrap(),
+    )
+    .unwrap();
     assert!(stats.contains("blocks_decoded="), "{stats}");
 }
 

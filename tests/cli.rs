@@ -1,0 +1,101 @@
+//! The command line: --help and the man page agree; errors name the file,
+//! chunk and reason and exit nonzero.
+
+mod common;
+use common::*;
+use std::collections::BTreeSet;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bloscfs");
+
+fn options(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let l = line
+            .trim()
+            .replace("\\-", "-")
+            .replace("\\fB", "")
+            .replace("\\fR", "")
+            .replace("\\fI", "");
+        if let Some(i) = l.find("-o ") {
+            // The option column: up to the description (two spaces) or the end.
+            let col = l[i + 3..].split("  ").next().unwrap_or("");
+            for o in col.split(", ") {
+                let name: String = o
+                    .trim_start_matches('"')
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        }
+        for flag in ["-f", "-d", "-h", "--help", "-V", "--version"] {
+            if l.starts_with(flag)
+                || l.starts_with(&format!(".B {flag}"))
+                || l.starts_with(&format!(".BR {flag}"))
+            {
+                out.insert(flag.to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn help_and_man_page_document_the_same_options() {
+    let help = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(help.status.success());
+    let help = String::from_utf8(help.stdout).unwrap();
+    let man =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/man/bloscfs.1")).unwrap();
+    let (h, m) = (options(&help), options(&man));
+    assert!(h.len() > 15, "parsed too few options from --help: {h:?}");
+    assert_eq!(h, m, "--help and man/bloscfs.1 disagree");
+}
+
+#[test]
+fn cat_and_info_work_and_fail_clearly() {
+    let f = fixture("frame/blocks-lz4.b2frame");
+    let o = Command::new(BIN)
+        .args(["cat", "--offset", "1000", "--length", "5000"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        o.stdout,
+        reference_bytes("frame/blocks-lz4.b2frame")[1000..6000]
+    );
+    let o = Command::new(BIN)
+        .args(["info", "--chunks"])
+        .arg(fixture("b2nd/array1-2d.b2nd"))
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.contains("shape:         [97, 131]") && s.contains("dtype <i4"),
+        "{s}"
+    );
+    // A damaged chunk: nonzero exit, message naming file, chunk and reason.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("bad.b2");
+    let o = Command::new(BIN)
+        .arg("cat")
+        .arg(fixture("bad/unknown-filter.b2"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("unknown-filter.b2")
+            && e.contains("chunk 0")
+            && e.contains("unsupported filter 200"),
+        "{e}"
+    );
+    std::fs::write(&p, b"hello").unwrap();
+    let o = Command::new(BIN).arg("cat").arg(&p).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a Blosc container"));
+}
