@@ -310,6 +310,7 @@ def main():
     mm = np.load(os.path.join(mp, "grid.npy"), mmap_mode="r")
     one = np.array(mm[rows_n // 2, :])
     t_row = time.perf_counter() - t0
+    del mm
     t_scan = median_time(lambda: np.load(os.path.join(mp, "grid.npy")), 1)
     m.close()
     arr = blosc2.open(ap2)

@@ -98,23 +98,50 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut buf = vec![0u8; 4 << 20];
+    // Decode windows on all CPUs, write them in order.
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let win = 4u64 << 20;
+    let mut bufs: Vec<Vec<u8>> = (0..threads).map(|_| vec![0u8; win as usize]).collect();
     let mut pos = offset.min(end);
     while pos < end {
-        let n = ((end - pos) as usize).min(buf.len());
-        let got = c
-            .read_at(pos, &mut buf[..n])
-            .map_err(|e: Error| e.to_string())?;
-        if got == 0 {
-            break;
-        }
-        if let Err(e) = out.write_all(&buf[..got]) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
+        let results: Vec<Result<usize, Error>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = bufs
+                .iter_mut()
+                .enumerate()
+                .map(|(k, b)| {
+                    let start = pos + k as u64 * win;
+                    let c = &c;
+                    sc.spawn(move || {
+                        if start >= end {
+                            return Ok(0);
+                        }
+                        let n = (end - start).min(win) as usize;
+                        c.read_at(start, &mut b[..n])
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("decoder thread panicked"))
+                .collect()
+        });
+        for (k, r) in results.into_iter().enumerate() {
+            let got = r.map_err(|e| e.to_string())?;
+            if got == 0 {
+                pos = end;
+                break;
             }
-            return Err(format!("writing stdout: {e}"));
+            if let Err(e) = out.write_all(&bufs[k][..got]) {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    return Ok(());
+                }
+                return Err(format!("writing stdout: {e}"));
+            }
+            pos += got as u64;
         }
-        pos += got as u64;
     }
     out.flush().map_err(|e| format!("writing stdout: {e}"))?;
     Ok(())
