@@ -1,0 +1,12 @@
+//! Frame header, trailer and offsets parsing on arbitrary bytes.
+#![no_main]
+use bloscfs::format::frame;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = frame::prefix(data);
+    let _ = frame::parse_header(data);
+    let _ = frame::trailer_len(data);
+    let _ = frame::parse_trailer(data);
+    let _ = frame::offsets(data);
+});

@@ -1,0 +1,29 @@
+//! N-dimensional layout mapping and .npy headers on arbitrary geometry.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
+    let (dims, itemsize, start, len, descr) = input;
+    let dims = &dims[..dims.len().min(8)];
+    let shape: Vec<u64> = dims.iter().map(|d| d.0 as u64).collect();
+    let cs: Vec<u64> = dims.iter().map(|d| d.1 as u64).collect();
+    let bs: Vec<u64> = dims.iter().map(|d| d.2 as u64).collect();
+    if let Ok(l) = bloscfs::npy::NdLayout::new(&shape, &cs, &bs, itemsize as u64) {
+        let n = l.nelems();
+        if n > 0 {
+            let s = start as u64 % n;
+            let len = (len as u64).min(n - s);
+            let mut total = 0;
+            l.for_each_run(s, len, |raw, k| {
+                assert!(raw + k * l.itemsize <= l.raw_len());
+                total += k;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(total, len);
+        }
+    }
+    let _ = bloscfs::npy::descr_itemsize(&descr);
+    let h = bloscfs::npy::npy_header(&descr, false, &shape);
+    assert_eq!(h.len() % 64, 0);
+});
