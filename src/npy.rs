@@ -208,6 +208,10 @@ impl NdLayout {
 /// `[('a', '<i4'), ('b', '<f8', (2,))]`). `None` if we cannot tell.
 pub fn descr_itemsize(descr: &str) -> Option<u64> {
     let d = descr.trim();
+    // Bounded nesting (the parser recurses into nested structured dtypes).
+    if d.matches('[').count() > 32 {
+        return None;
+    }
     if d.starts_with('[') {
         return structured_itemsize(d);
     }
@@ -257,16 +261,18 @@ fn field_itemsize(f: &str) -> Option<u64> {
     // Skip the name (a quoted string).
     let f = f.trim();
     let q = f.chars().next()?;
-    let end = f[1..].find(q)? + 1;
-    let rest = f[end + 1..].trim().strip_prefix(',')?.trim();
+    let ql = q.len_utf8();
+    let end = f[ql..].find(q)? + ql;
+    let rest = f[end + ql..].trim().strip_prefix(',')?.trim();
     let (dtype, shape) = if rest.starts_with('[') {
         // nested structured dtype
         let close = matching(rest, '[', ']')?;
         (&rest[..=close], rest[close + 1..].trim())
     } else {
         let q = rest.chars().next()?;
-        let e = rest[1..].find(q)? + 1;
-        (&rest[..=e], rest[e + 1..].trim())
+        let ql = q.len_utf8();
+        let e = rest[ql..].find(q)? + ql;
+        (&rest[..e + ql], rest[e + ql..].trim())
     };
     let mut size = descr_itemsize(dtype)?;
     if let Some(s) = shape.strip_prefix(',') {
@@ -422,6 +428,9 @@ mod tests {
             Some(4 + 24)
         );
         assert_eq!(descr_itemsize("object"), None);
+        // Regression (fuzz): multi-byte quote characters.
+        let _ = descr_itemsize("[(\u{e9}a\u{e9}, \u{e9}<i4\u{e9})]");
+        assert_eq!(descr_itemsize("[('a', 'ä"), None);
     }
 
     #[test]
