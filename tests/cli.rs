@@ -99,3 +99,37 @@ fn cat_and_info_work_and_fail_clearly() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a Blosc container"));
 }
+
+#[test]
+fn mount_options_parse_like_fstab_gives_them() {
+    use bloscfs::mount::parse;
+    let a: Vec<String> = [
+        "/src",
+        "/mnt",
+        "-o",
+        "ro,dev,suid,noauto,_netdev,cache_size=1G,threads=3,noverify",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let m = parse(&a).unwrap().unwrap();
+    assert_eq!(m.cache_size, 1 << 30);
+    assert_eq!(m.threads, 3);
+    assert!(!m.verify && !m.foreground && !m.allow_other && !m.default_permissions);
+    let a: Vec<String> = ["-f", "-o", "allow_other", "/src", "/mnt"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let m = parse(&a).unwrap().unwrap();
+    assert!(
+        m.allow_other && m.default_permissions,
+        "allow_other brings default_permissions"
+    );
+    for bad in ["cache_size=lots", "threads=0", "frobnicate"] {
+        let a: Vec<String> = ["-o", bad, "/src", "/mnt"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(parse(&a).is_err(), "{bad} accepted");
+    }
+}

@@ -201,3 +201,25 @@ fn a_replaced_source_is_served_fresh() {
     let v = fs.read(fh, 0, 8).unwrap();
     assert!(f64::from_le_bytes(v.try_into().unwrap()).is_nan());
 }
+
+#[test]
+fn a_source_truncated_while_open_gives_eio_not_a_crash() {
+    let (d, fs) = tree();
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert!(fs.read(fh, 0, 4096).is_ok());
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(d.path().join("series.b2frame"))
+        .unwrap();
+    f.set_len(5000).unwrap();
+    // Reads of chunks no longer there fail with EIO; the process lives on.
+    assert_eq!(fs.read(fh, 3 << 20, 4096).unwrap_err(), libc::EIO);
+    // Other files are still served.
+    let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
+    let (gh, _) = fs.open(g.ino, false).unwrap();
+    assert_eq!(
+        fs.read(gh, 0, 1 << 20).unwrap(),
+        reference_bytes("b2nd/array1-2d.b2nd")
+    );
+}
