@@ -37,7 +37,7 @@ Options:
   -o logfile=PATH        log to PATH instead of syslog when daemonized
   -o fsname=NAME         source name shown in mount tables (default: SOURCE)
   -o subtype=NAME        file system subtype (default: bloscfs)
-  -o auto_unmount        unmount when the daemon dies (needs allow_other/allow_root)
+  -o auto_unmount        unmount when the daemon dies (implies allow_root)
   -o ro, nodev, nosuid, noexec, noatime, dev, suid, exec, atime
                          passed to the kernel (the mount is always read-only)
   -o rw, defaults, auto, noauto, user, users, nouser, nofail, _netdev, x-*
@@ -231,6 +231,19 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default);
+    if m.logfile.is_none() && !daemon {
+        // Foreground: env_logger on stderr. BLOSCFS_LOG (or RUST_LOG) takes
+        // env_logger filter syntax and overrides the default level.
+        let mut b = env_logger::Builder::new();
+        b.filter_level(log::LevelFilter::Warn)
+            .filter_module("bloscfs", level)
+            .format_target(false);
+        if let Ok(spec) = std::env::var("BLOSCFS_LOG").or_else(|_| std::env::var("RUST_LOG")) {
+            b.parse_filters(&spec);
+        }
+        let _ = b.try_init();
+        return Ok(());
+    }
     let sink = match (&m.logfile, daemon) {
         (Some(p), _) => Sink::File(
             std::fs::OpenOptions::new()
@@ -290,6 +303,21 @@ fn set_readahead(mp: &std::path::Path, bytes: u64) {
     }
 }
 
+/// Open containers hold file descriptors: raise the soft limit to the hard one.
+fn raise_fd_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer / in-pointer to an rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 fn fuse_config(m: &MountArgs) -> fuser::Config {
     use fuser::MountOption as O;
     let mut c = fuser::Config::default();
@@ -320,12 +348,16 @@ fn fuse_config(m: &MountArgs) -> fuser::Config {
     c.mount_options.dedup();
     c.acl = if m.allow_other {
         fuser::SessionACL::All
-    } else if m.allow_root {
+    } else if m.allow_root || m.auto_unmount {
+        // fuser's auto_unmount needs more than owner-only access; allow_root
+        // adds nobody who could not read the source anyway.
         fuser::SessionACL::RootAndOwner
     } else {
         fuser::SessionACL::Owner
     };
     c.n_threads = Some(m.threads);
+    // Each worker thread reads requests from its own /dev/fuse clone.
+    c.clone_fd = true;
     c
 }
 
@@ -391,8 +423,10 @@ pub fn main(args: &[String]) -> i32 {
     }
     // Daemonize: the child mounts and tells the parent through a pipe.
     let mut fds = [0i32; 2];
+    // Close-on-exec, so that helpers the child runs (fusermount3, which
+    // stays alive with auto_unmount) do not hold the parent waiting.
     // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         eprintln!("bloscfs: pipe: {}", std::io::Error::last_os_error());
         return 1;
     }
@@ -441,6 +475,7 @@ pub fn main(args: &[String]) -> i32 {
 /// Mount and serve until unmounted. `ready` (daemon mode) gets "OK" once the
 /// mount is up, or "E<message>" on failure.
 fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
+    raise_fd_limit();
     let fail = |ready: Option<std::fs::File>, msg: String| {
         match ready {
             Some(mut w) => {
