@@ -19,7 +19,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const ROOT_INO: u64 = 1;
 
@@ -87,6 +87,12 @@ enum What {
     Container(Probe),
 }
 
+impl What {
+    fn is_container(&self) -> bool {
+        matches!(self, What::Container(_))
+    }
+}
+
 /// Identity of a source's content: a change means re-probe and re-open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stamp {
@@ -129,7 +135,13 @@ struct DirListing {
     entries: Vec<(OsString, OsString, What, Metadata)>,
     /// presented name -> index in `entries`
     by_name: HashMap<OsString, usize>,
+    built: Instant,
 }
+
+/// A listing is rebuilt when its directory changes, and at the latest after
+/// this long (files rewritten in place do not change the directory; probes
+/// of unchanged files are cached, so a rebuild costs one stat per entry).
+const LISTING_TTL: Duration = Duration::from_secs(1);
 
 /// Opened containers kept without an open handle (each holds file descriptors).
 const CONTAINER_CACHE: usize = 256;
@@ -285,7 +297,7 @@ impl Fs {
         let dmd = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
         let stamp = Stamp::of(&dmd);
         if let Some(l) = self.dirs.lock().get(&ino) {
-            if l.stamp == stamp {
+            if l.stamp == stamp && l.built.elapsed() < LISTING_TTL {
                 return Ok(l.clone());
             }
         }
@@ -298,21 +310,10 @@ impl Fs {
                 Ok(m) => m,
                 Err(_) => continue,
             };
-            let what = if md.file_type().is_symlink() {
-                What::Symlink
-            } else if md.is_dir() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Dir,
-                }
-            } else if md.is_file() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Plain,
-                }
-            } else {
+            if !(md.is_file() || md.is_dir() || md.file_type().is_symlink()) {
                 continue; // devices, sockets, fifos are not presented
-            };
+            }
+            let what = self.classify(&p, &md);
             raw.push((name, what, md));
         }
         raw.sort_by(|a, b| a.0.cmp(&b.0));
@@ -324,6 +325,7 @@ impl Fs {
             .collect();
         let l = Arc::new(DirListing {
             stamp,
+            built: Instant::now(),
             entries,
             by_name,
         });
@@ -383,20 +385,54 @@ impl Fs {
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
-        let l = self.listing(parent)?;
-        let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
-        let (_, src_name, what, md) = &l.entries[i];
-        let ppath = self.path_of(parent)?;
-        let path = ppath.join(src_name);
-        let ino = self.ino_for(md);
-        self.nodes.write().insert(
-            ino,
-            Node {
-                path: path.clone(),
-                parent,
-            },
-        );
-        Ok(self.attr_of(ino, what, md, &path))
+        for attempt in 0..2 {
+            let l = self.listing(parent)?;
+            let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
+            let (_, src_name, listed, _) = &l.entries[i];
+            let path = self.path_of(parent)?.join(src_name);
+            // Attributes are always fresh; the listing only maps the name.
+            let md = match std::fs::symlink_metadata(&path) {
+                Ok(md) => md,
+                Err(_) if attempt == 0 => {
+                    self.dirs.lock().remove(&parent);
+                    continue;
+                }
+                Err(e) => return Err(errno_of(&e)),
+            };
+            let what = self.classify(&path, &md);
+            if attempt == 0 && what.is_container() != listed.is_container() {
+                // Became (or stopped being) a container in place: names change.
+                self.dirs.lock().remove(&parent);
+                continue;
+            }
+            let ino = self.ino_for(&md);
+            self.nodes.write().insert(
+                ino,
+                Node {
+                    path: path.clone(),
+                    parent,
+                },
+            );
+            return Ok(self.attr_of(ino, &what, &md, &path));
+        }
+        Err(libc::ENOENT)
+    }
+
+    /// What a source entry is presented as.
+    fn classify(&self, path: &Path, md: &Metadata) -> What {
+        if md.file_type().is_symlink() {
+            What::Symlink
+        } else if md.is_dir() {
+            match self.probe(path, md) {
+                Some(p) => What::Container(p),
+                None => What::Dir,
+            }
+        } else {
+            match self.probe(path, md) {
+                Some(p) => What::Container(p),
+                None => What::Plain,
+            }
+        }
     }
 
     /// What `ino` is now (re-read from the source).
@@ -405,18 +441,8 @@ impl Fs {
         let md = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
         let what = if ino == ROOT_INO {
             What::Dir
-        } else if md.file_type().is_symlink() {
-            What::Symlink
-        } else if md.is_dir() {
-            match self.probe(&path, &md) {
-                Some(p) => What::Container(p),
-                None => What::Dir,
-            }
         } else {
-            match self.probe(&path, &md) {
-                Some(p) => What::Container(p),
-                None => What::Plain,
-            }
+            self.classify(&path, &md)
         };
         Ok((path, what, md))
     }
@@ -479,7 +505,12 @@ impl Fs {
     /// unchanged). `Ok(None)`: the source looks like a container but cannot
     /// be opened as one; it is passed through as raw bytes from now on (one
     /// warning), until it changes.
-    fn container(&self, ino: u64, path: &Path, md: &Metadata) -> Result<Option<Arc<Container>>, i32> {
+    fn container(
+        &self,
+        ino: u64,
+        path: &Path,
+        md: &Metadata,
+    ) -> Result<Option<Arc<Container>>, i32> {
         let stamp = Self::stamp_of(path, md).ok_or(libc::ENOENT)?;
         {
             let mut cache = self.containers.lock();
@@ -801,9 +832,7 @@ fn is_hole(kind: crate::format::chunk::Special) -> bool {
 /// unless that name is any source name in the directory or is wanted by
 /// another container too; then it keeps its source name. Nothing is hidden,
 /// and the outcome does not depend on listing order.
-fn assign_names(
-    raw: Vec<(OsString, What, Metadata)>,
-) -> Vec<(OsString, OsString, What, Metadata)> {
+fn assign_names(raw: Vec<(OsString, What, Metadata)>) -> Vec<(OsString, OsString, What, Metadata)> {
     let sources: HashSet<&OsStr> = raw.iter().map(|(n, _, _)| n.as_os_str()).collect();
     let wants: Vec<Option<OsString>> = raw
         .iter()

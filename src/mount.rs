@@ -23,7 +23,8 @@ and Bloscpack NumPy arrays appear as .npy files. Other files pass through.
 
 Options:
   -f                     stay in the foreground (default: daemonize once mounted)
-  -d                     debug: foreground, and log every FUSE request
+  -d                     debug: foreground, and log every FUSE request (also -o debug)
+  -s                     accepted for libfuse compatibility, ignored
   -h, --help             this help
   -V, --version          the version
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
@@ -192,7 +193,9 @@ enum Sink {
 impl log::Log for Logger {
     fn enabled(&self, m: &log::Metadata) -> bool {
         m.level() <= self.level
-            && (m.target().starts_with("bloscfs") || m.level() <= log::Level::Warn)
+            && (m.target().starts_with("bloscfs")
+                || m.level() <= log::Level::Error
+                || (m.level() <= log::Level::Warn && !m.target().starts_with("fuser")))
     }
     fn log(&self, r: &log::Record) {
         if !self.enabled(r.metadata()) {
@@ -236,6 +239,16 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
         // env_logger filter syntax and overrides the default level.
         let mut b = env_logger::Builder::new();
         b.filter_level(log::LevelFilter::Warn)
+            // fuser warns when the mount point was already unmounted from
+            // outside (fusermount3 -u, umount): noise unless debugging.
+            .filter_module(
+                "fuser",
+                if m.debug {
+                    level
+                } else {
+                    log::LevelFilter::Error
+                },
+            )
             .filter_module("bloscfs", level)
             .format_target(false);
         if let Ok(spec) = std::env::var("BLOSCFS_LOG").or_else(|_| std::env::var("RUST_LOG")) {
