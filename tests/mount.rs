@@ -450,36 +450,119 @@ fn sigint_in_the_foreground_unmounts() {
     reader.join().unwrap();
 }
 
+/// pid of the daemon serving `mp`.
+fn daemon_pid(mp: &Path) -> String {
+    let o = sh(&format!("pgrep -f 'bloscfs.*{}'", mp.display()));
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .expect("daemon pid")
+        .to_string()
+}
+
+fn assert_daemon_is_under_test(mp: &Path) {
+    let pid = daemon_pid(mp);
+    assert_eq!(
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
+        std::fs::canonicalize(BIN).unwrap(),
+        "the daemon is the binary under test, not some installed bloscfs"
+    );
+}
+
+#[test]
+fn mount_fuse3_helper_passes_fstab_options() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    // mount.fuse3 (what mount(8) runs for fuse.* types) runs `bloscfs` from
+    // PATH: a directory holding a link to the binary under test goes first.
+    let bin_dir = m.dir.path().join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(BIN, bin_dir.join("bloscfs")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // Options as an fstab line gives them; mount.fuse3 adds dev,suid.
+    let o = Command::new("mount.fuse3")
+        .arg(m.src())
+        .arg(m.mp())
+        .args(["-t", "bloscfs"])
+        .args([
+            "-o",
+            "ro,noatime,noauto,user,_netdev,nofail,x-systemd.automount,cache_size=8M,threads=3",
+        ])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mount.fuse3: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(is_mounted(&m.mp()));
+    assert_daemon_is_under_test(&m.mp());
+    assert_eq!(
+        std::fs::read(m.mp().join("notes.txt")).unwrap(),
+        b"plain text\n"
+    );
+    let o = Command::new("umount").arg(m.mp()).output().unwrap();
+    assert!(
+        o.status.success(),
+        "umount: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mp = m.mp();
+    wait_for(|| !is_mounted(&mp), "umount");
+}
+
 #[test]
 fn mount_t_fuse_bloscfs() {
     if !fuse_available() {
         return;
     }
     let m = Mount::prepare();
-    // mount.fuse3 runs `bloscfs` from the standard PATH: point
-    // /usr/local/bin/bloscfs at the binary under test (root only).
-    let link = Path::new("/usr/local/bin/bloscfs");
-    if link
-        .symlink_metadata()
-        .map(|m| m.file_type().is_symlink())
-        .unwrap_or(true)
-    {
-        let _ = std::fs::remove_file(link);
-        if std::os::unix::fs::symlink(BIN, link).is_err() {
-            eprintln!(
-                "SKIPPING mount -t: cannot install {} (not root?)",
-                link.display()
-            );
-            return;
+    // mount(8) runs helpers with root's default PATH, whatever ours is, so
+    // the binary under test is linked as /usr/local/sbin/bloscfs (searched
+    // before /usr/local/bin) for the duration of the test. A real file there
+    // is never replaced.
+    let link = Path::new("/usr/local/sbin/bloscfs");
+    let previous = std::fs::read_link(link).ok();
+    if link.symlink_metadata().is_ok() && previous.is_none() {
+        eprintln!(
+            "SKIPPING mount -t: {} is a real file, not replaced",
+            link.display()
+        );
+        return;
+    }
+    let _ = std::fs::remove_file(link);
+    if let Err(e) = std::os::unix::fs::symlink(BIN, link) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot link {}: {e}",
+            link.display()
+        );
+        eprintln!("SKIPPING mount -t: cannot link {}: {e}", link.display());
+        return;
+    }
+    struct Restore(Option<PathBuf>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let link = Path::new("/usr/local/sbin/bloscfs");
+            let _ = std::fs::remove_file(link);
+            if let Some(p) = &self.0 {
+                let _ = std::os::unix::fs::symlink(p, link);
+            }
         }
     }
-    let path = std::env::var("PATH").unwrap_or_default();
+    let _restore = Restore(previous);
     let o = Command::new("mount")
         .args(["-t", "fuse.bloscfs"])
         .arg(m.src())
         .arg(m.mp())
-        .args(["-o", "ro,cache_size=8M,noatime"])
-        .env("PATH", path)
+        .args(["-o", "ro,noatime,cache_size=8M"])
         .output()
         .unwrap();
     assert!(
@@ -488,6 +571,7 @@ fn mount_t_fuse_bloscfs() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(is_mounted(&m.mp()));
+    assert_daemon_is_under_test(&m.mp());
     assert_eq!(
         std::fs::read(m.mp().join("notes.txt")).unwrap(),
         b"plain text\n"
