@@ -123,8 +123,10 @@ pub struct DirEntry {
 
 struct DirListing {
     stamp: Stamp,
-    /// presented name -> (source name, what)
+    /// (presented name, source name, what, source metadata), sorted by source name.
     entries: Vec<(OsString, OsString, What, Metadata)>,
+    /// presented name -> index in `entries`
+    by_name: HashMap<OsString, usize>,
 }
 
 enum Handle {
@@ -285,7 +287,7 @@ impl Fs {
             let presented = match &what {
                 What::Container(p) => {
                     let want = presented_name(&name, p.npy);
-                    if want != name && !used.contains(&want) && !entries_has(&entries, &want) {
+                    if want != name && !used.contains(&want) {
                         want
                     } else {
                         name.clone()
@@ -298,7 +300,16 @@ impl Fs {
         }
         // A container that kept its source name may now collide with a
         // stripped one that came earlier; source names win.
-        let l = Arc::new(DirListing { stamp, entries });
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.0.clone(), i))
+            .collect();
+        let l = Arc::new(DirListing {
+            stamp,
+            entries,
+            by_name,
+        });
         self.dirs.lock().insert(ino, l.clone());
         Ok(l)
     }
@@ -356,7 +367,8 @@ impl Fs {
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         let l = self.listing(parent)?;
-        let (_, src_name, what, md) = l.entries.iter().find(|e| e.0 == name).ok_or(libc::ENOENT)?;
+        let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
+        let (_, src_name, what, md) = &l.entries[i];
         let ppath = self.path_of(parent)?;
         let path = ppath.join(src_name);
         let root_dev = std::fs::metadata(&self.root).map(|m| m.dev()).unwrap_or(0);
@@ -673,6 +685,11 @@ impl Fs {
     }
 
     pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, i32> {
+        // Tools ask for security.* and system.* attributes on every file
+        // (`ls -l`): answer those without opening the container.
+        if !name.as_bytes().starts_with(b"user.blosc") {
+            return Err(libc::ENODATA);
+        }
         self.xattrs(ino)?
             .into_iter()
             .find(|(n, _)| n.as_bytes() == name.as_bytes())
@@ -712,10 +729,6 @@ impl Fs {
             s.f_frsize,
         ])
     }
-}
-
-fn entries_has(entries: &[(OsString, OsString, What, Metadata)], name: &OsStr) -> bool {
-    entries.iter().any(|e| e.0 == name)
 }
 
 /// The presented name of a container: one known suffix removed; arrays get
