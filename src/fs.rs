@@ -248,32 +248,50 @@ impl Fs {
                 return Ok(l.clone());
             }
         }
-        let mut raw = Vec::new();
+        let mut found = Vec::new();
         for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
             let ent = ent.map_err(|e| errno_of(&e))?;
-            let name = ent.file_name();
-            let p = ent.path();
-            let md = match std::fs::symlink_metadata(&p) {
-                Ok(m) => m,
-                Err(_) => continue,
-            };
-            let what = if md.file_type().is_symlink() {
-                What::Symlink
-            } else if md.is_dir() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Dir,
-                }
-            } else if md.is_file() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Plain,
-                }
-            } else {
-                continue; // devices, sockets, fifos are not presented
-            };
-            raw.push((name, what, md));
+            found.push((ent.file_name(), ent.path()));
         }
+        // Probing reads the first bytes of every file: on a cold cache that is
+        // I/O-bound, so spread it over a few threads.
+        let workers = found.len().div_ceil(256).clamp(1, 8);
+        let per = found.len().div_ceil(workers).max(1);
+        let mut raw: Vec<(OsString, What, Metadata)> = std::thread::scope(|sc| {
+            let hs: Vec<_> = found
+                .chunks(per)
+                .map(|part| {
+                    sc.spawn(move || {
+                        let mut out = Vec::with_capacity(part.len());
+                        for (name, p) in part {
+                            let Ok(md) = std::fs::symlink_metadata(p) else {
+                                continue;
+                            };
+                            let what = if md.file_type().is_symlink() {
+                                What::Symlink
+                            } else if md.is_dir() {
+                                match self.probe(p, &md) {
+                                    Some(pr) => What::Container(pr),
+                                    None => What::Dir,
+                                }
+                            } else if md.is_file() {
+                                match self.probe(p, &md) {
+                                    Some(pr) => What::Container(pr),
+                                    None => What::Plain,
+                                }
+                            } else {
+                                continue; // devices, sockets, fifos are not presented
+                            };
+                            out.push((name.clone(), what, md));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         // Names of non-containers are fixed; containers take their stripped
         // name unless something else already has it.
