@@ -130,8 +130,19 @@ struct DirListing {
 }
 
 enum Handle {
-    Container(Arc<Container>),
+    /// An opened container, the file whose identity it was opened at, and that identity.
+    Container(Arc<Container>, PathBuf, Stamp),
     Plain(File),
+}
+
+/// The identity of a container's source: the file itself, or a sparse
+/// frame's index file.
+fn stamp_path(path: &Path, md: &Metadata) -> PathBuf {
+    if md.is_dir() {
+        path.join("chunks.b2frame")
+    } else {
+        path.to_path_buf()
+    }
 }
 
 pub struct Fs {
@@ -533,7 +544,11 @@ impl Fs {
             ),
             What::Container(_) => {
                 let (c, keep) = self.container(ino, &path, &md)?;
-                (Handle::Container(c), keep)
+                let sp = stamp_path(&path, &md);
+                let stamp = std::fs::metadata(&sp)
+                    .map(|m| Stamp::of(&m))
+                    .map_err(|e| errno_of(&e))?;
+                (Handle::Container(c, sp, stamp), keep)
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -568,7 +583,19 @@ impl Fs {
                 buf.truncate(done);
                 Ok(())
             }
-            Handle::Container(c) => {
+            Handle::Container(c, sp, stamp) => {
+                // A source rewritten or truncated under an open handle: EIO
+                // (reopen to see the new content), never old offsets over new bytes.
+                match std::fs::metadata(sp) {
+                    Ok(m) if Stamp::of(&m) == *stamp => {}
+                    _ => {
+                        self.log_once(&format!(
+                            "{}: changed while open; reads fail until it is reopened",
+                            sp.display()
+                        ));
+                        return Err(libc::EIO);
+                    }
+                }
                 let len = c.len();
                 if offset >= len {
                     return Ok(());
@@ -599,7 +626,7 @@ impl Fs {
     pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
         let h = self.handle(fh)?;
         let c = match &*h {
-            Handle::Container(c) => c,
+            Handle::Container(c, _, _) => c,
             Handle::Plain(f) => {
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {

@@ -372,3 +372,62 @@ fn unknown_option_is_a_clear_error() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown mount option 'bogus=1'"));
 }
+
+#[test]
+fn a_damaged_range_is_eio_through_the_kernel_and_the_rest_is_served() {
+    if !fuse_available() {
+        return;
+    }
+    let mut m = Mount::prepare();
+    // Damage chunk 1 of a copy of the series (streams in the middle of it).
+    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let c = bloscfs::open_path(&fixture("frame/blocks-lz4.b2frame"))
+        .unwrap()
+        .unwrap();
+    let at = match c.chunks()[1].loc {
+        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        _ => unreachable!(),
+    };
+    for b in &mut bytes[at..at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(m.src().join("damaged.b2frame"), &bytes).unwrap();
+    m.child = Some(
+        Command::new(BIN)
+            .arg("-f")
+            .arg(m.src())
+            .arg(m.mp())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mp = m.mp();
+    wait_for(|| is_mounted(&mp), "the mount");
+    let mp = m.mp();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    // The damaged block (chunk 1, block 1, from 1 MiB + 64 KiB) fails with EIO; a
+    // read starting before it returns the good prefix first, as read(2) does.
+    let o = sh(&format!(
+        "dd if={}/damaged bs=4096 skip=272 count=1 status=none of=/dev/null",
+        mp.display()
+    ));
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Input/output error"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Chunks 0 and 2 of the same file, and other files, are exact.
+    let o = sh(&format!(
+        "dd if={}/damaged bs=1M count=1 status=none",
+        mp.display()
+    ));
+    assert_eq!(o.stdout, whole[..1 << 20]);
+    let o = sh(&format!(
+        "dd if={}/damaged bs=1M skip=2 count=1 status=none",
+        mp.display()
+    ));
+    assert_eq!(o.stdout, whole[2 << 20..3 << 20]);
+    assert_eq!(std::fs::read(mp.join("series")).unwrap(), whole);
+    m.unmount();
+}
