@@ -142,6 +142,7 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     let with_blocksize = n >= 14;
     let mut i = 6;
     let typesize = nonneg(&vals[i], "typesize", 255 * 1024)? as u32;
+    ensure!(typesize > 0, corrupt, "frame header: typesize is 0");
     i += 1;
     let blocksize = if with_blocksize {
         i += 1;
@@ -154,12 +155,22 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     i += 3; // chunksize, tcomp, tdecomp
     let has_vl = matches!(vals.get(i), Some(Val::Bool(true)));
     i += 1;
+    // fixext 16: the ext type is the number of filters; bytes 0..8 the filter
+    // ids, 6 the user codec, 7 the codec meta, 8..16 the filters' meta.
     let mut filters = Vec::new();
     let mut filters_meta = Vec::new();
-    if let Some(Val::Ext(_, d)) = vals.get(i) {
-        let k = d.len() / 2;
-        filters = d[..k].to_vec();
-        filters_meta = d[k..].to_vec();
+    let mut udcodec = 0;
+    if let Some(Val::Ext(nf, d)) = vals.get(i) {
+        ensure!(
+            d.len() == 16 && (0..=6).contains(nf),
+            corrupt,
+            "frame header: bad filter pipeline ({nf} filters in {} bytes)",
+            d.len()
+        );
+        let nf = *nf as usize;
+        filters = d[..nf].to_vec();
+        filters_meta = d[8..8 + nf].to_vec();
+        udcodec = d[6];
         i += 1;
     }
     let mut metalayers = Vec::new();
@@ -174,7 +185,11 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         version: general & 0x0f,
         variable_chunks: general & 0x40 != 0,
         frame_type,
-        codec: codec_flags & 0x0f,
+        // 6 (user-defined codec format): the id is in the pipeline's byte 6.
+        codec: match codec_flags & 0x0f {
+            6 => udcodec,
+            c => c,
+        },
         clevel: codec_flags >> 4,
         nbytes: nonneg(&vals[4], "uncompressed size", i64::MAX as u64)?,
         cbytes: nonneg(&vals[5], "compressed size", i64::MAX as u64)?,
@@ -193,6 +208,30 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         h.frame_type
     );
     Ok(h)
+}
+
+impl FrameHeader {
+    /// Fixed chunk size, if the frame has one (not variable, and set).
+    pub fn fixed_chunksize(&self) -> Option<u64> {
+        (!self.variable_chunks && self.chunksize > 0).then_some(self.chunksize as u64)
+    }
+    /// The number of chunks a fixed-chunk-size frame must hold
+    /// (`ceil(nbytes / chunksize)`, as C-Blosc2 computes it), if fixed.
+    pub fn fixed_nchunks(&self) -> Option<u64> {
+        self.fixed_chunksize().map(|c| self.nbytes.div_ceil(c))
+    }
+}
+
+/// The uncompressed size a frame declares, from its first 38 bytes (the
+/// fixed-position int64 after the flags), without parsing the rest.
+pub fn declared_nbytes(head: &[u8]) -> Option<u64> {
+    prefix(head).ok()?;
+    let b = head.get(24..38)?;
+    if b[0] != 0xa4 || b[5] != 0xd3 {
+        return None;
+    }
+    let n = i64::from_be_bytes(b[6..14].try_into().ok()?);
+    u64::try_from(n).ok()
 }
 
 /// Codec name for a library codec id (as stored in frame headers).
@@ -277,14 +316,19 @@ pub fn decode_offset(v: i64) -> Result<Offset> {
     if v >= 0 {
         return Ok(Offset::At(v as u64));
     }
+    // As C-Blosc2's frame_special_chunk: bits of the top byte, tested in
+    // this order (zeros, then uninitialised, then NaN).
     let top = ((v as u64) >> 56) as u8;
-    match top & 0x7f {
-        1 => Ok(Offset::Special(Special::Zeros)),
-        2 => Ok(Offset::Special(Special::Nan)),
-        4 => Ok(Offset::Special(Special::Uninit)),
-        k => Err(Error::corrupt(format!(
-            "chunk offset {v:#x}: unknown special kind {k}"
-        ))),
+    if top & 0x01 != 0 {
+        Ok(Offset::Special(Special::Zeros))
+    } else if top & 0x04 != 0 {
+        Ok(Offset::Special(Special::Uninit))
+    } else if top & 0x02 != 0 {
+        Ok(Offset::Special(Special::Nan))
+    } else {
+        Err(Error::corrupt(format!(
+            "chunk offset {v:#x}: negative but no special-value kind"
+        )))
     }
 }
 

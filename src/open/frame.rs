@@ -11,22 +11,17 @@ use crate::io::{read_vec, FileSource, LazyFileSource, Source};
 use std::path::Path;
 use std::sync::Arc;
 
-/// More chunks than this in one frame is refused (8 bytes of index each).
-pub const MAX_CHUNKS: u64 = 1 << 27;
+/// More chunks than this in one frame is refused: the chunk table costs
+/// about 64 bytes a chunk in memory (a 1 TiB frame of 64 KiB chunks fits).
+pub const MAX_CHUNKS: u64 = 1 << 24;
 /// Metalayer values larger than this are not decoded.
 const MAX_VLMETA: u64 = 64 << 20;
 
-/// The uncompressed size a frame's first bytes declare.
+/// Is `head` (a file's first bytes, 38 or more) a Blosc2 frame? Its
+/// declared uncompressed size if so. Only fixed-position fields are read,
+/// so a header longer than `head` (big metalayers) still probes.
 pub fn probe(head: &[u8]) -> Option<u64> {
-    let (hl, _) = frame::prefix(head).ok()?;
-    let h = frame::parse_header(head).ok();
-    match h {
-        Some(h) => Some(h.nbytes),
-        None => {
-            let _ = hl;
-            None
-        }
-    }
+    frame::declared_nbytes(head)
 }
 
 pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
@@ -37,34 +32,59 @@ pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
     frame::parse_header(&buf)
 }
 
-/// Read and decode the offsets chunk at `at`, expecting `nchunks` entries
-/// when known.
-fn read_offsets(src: &dyn Source, at: u64) -> Result<Vec<Offset>> {
+/// Read and decode the offsets chunk at `at`. With `expect` (fixed chunk
+/// size), the chunk must hold exactly that many entries: checked on its
+/// header, before anything is decoded.
+fn read_offsets(src: &dyn Source, at: u64, expect: Option<u64>) -> Result<Vec<Offset>> {
+    let ctx = |e: Error| Error {
+        reason: format!("offsets index: {}", e.reason),
+        ..e
+    };
     let head = read_vec(
         src,
         at,
         (EXTENDED_HEADER_LEN as u64).min(src.len().saturating_sub(at)),
     )
-    .map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
-    let h = ChunkHeader::parse(&head).map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
+    .map_err(ctx)?;
+    let h = ChunkHeader::parse(&head).map_err(ctx)?;
+    let n = h.nbytes as u64 / 8;
     ensure!(
-        (h.nbytes as u64) / 8 <= MAX_CHUNKS,
+        h.nbytes % 8 == 0,
         corrupt,
-        "offsets index declares {} chunks, more than {MAX_CHUNKS}",
-        h.nbytes / 8
+        "offsets index of {} bytes is not whole int64s",
+        h.nbytes
     );
-    let chunk = read_vec(src, at, h.cbytes as u64)?;
-    let decoded = decompress_chunk(&chunk).map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
+    ensure!(
+        n <= MAX_CHUNKS,
+        corrupt,
+        "offsets index declares {n} chunks, more than {MAX_CHUNKS}"
+    );
+    if let Some(e) = expect {
+        ensure!(
+            n == e,
+            corrupt,
+            "offsets index holds {n} entries but the frame's size needs {e} chunks"
+        );
+    }
+    let chunk = read_vec(src, at, h.cbytes as u64).map_err(ctx)?;
+    let decoded = decompress_chunk(&chunk).map_err(ctx)?;
+    ensure!(
+        decoded.len() as u64 == n * 8,
+        corrupt,
+        "offsets index decoded to {} bytes, its header says {}",
+        decoded.len(),
+        h.nbytes
+    );
     frame::offsets(&decoded)
+}
+
+/// The frame's offsets, or none for an empty frame (C-Blosc2 writes no
+/// offsets chunk while nbytes is 0).
+fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64) -> Result<Vec<Offset>> {
+    if h.nbytes == 0 {
+        return Ok(Vec::new());
+    }
+    read_offsets(src, at, h.fixed_nchunks())
 }
 
 fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
@@ -105,7 +125,7 @@ fn build_chunks(
 ) -> Result<Vec<ChunkEntry>> {
     let mut chunks = Vec::with_capacity(offs.len());
     let mut uoff = 0u64;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
+    let fixed = h.fixed_chunksize().is_some();
     for (i, o) in offs.iter().enumerate() {
         let remaining = h
             .nbytes
@@ -141,7 +161,9 @@ fn build_chunks(
             loc,
             checksum: None,
         });
-        uoff += ulen;
+        uoff = uoff
+            .checked_add(ulen)
+            .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
     }
     Ok(chunks)
 }
@@ -203,19 +225,8 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                 src.len()
             ))
         })?;
-    let offs = read_offsets(src.as_ref(), data_end)?;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
-    if fixed {
-        let expect = h.nbytes.div_ceil(h.chunksize as u64);
-        ensure!(
-            offs.len() as u64 == expect,
-            corrupt,
-            "frame holds {} chunk offsets but {} bytes in chunks of {} need {expect}",
-            offs.len(),
-            h.nbytes,
-            h.chunksize
-        );
-    }
+    let offs = frame_offsets(src.as_ref(), &h, data_end)?;
+    let fixed = h.fixed_chunksize().is_some();
     let srcr = src.as_ref();
     let chunks = build_chunks(&h, &offs, |_, o| {
         let at = h
@@ -247,11 +258,13 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
         Vec::new()
     });
-    Ok(Index {
+    let index = Index {
         sources: vec![src],
         chunks,
         info,
-    })
+    };
+    index.validate()?;
+    Ok(index)
 }
 
 /// Is `dir` a sparse frame (a directory holding `chunks.b2frame`)?
@@ -271,8 +284,8 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         "chunks.b2frame is not a sparse-frame index (frame type {})",
         h.frame_type
     );
-    let offs = read_offsets(src.as_ref(), h.header_len).map_err(|e| e.in_file(&index_path))?;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
+    let offs = frame_offsets(src.as_ref(), &h, h.header_len).map_err(|e| e.in_file(&index_path))?;
+    let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
     let mut total_c = src.len();
     let chunks = build_chunks(&h, &offs, |_, n| {
@@ -302,10 +315,15 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         ))
     })?;
     let mut info = info_from(&h, "blosc2-sframe", chunks.len() as u64, total_c);
-    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_default();
-    Ok(Index {
+    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
+        log::warn!("sparse frame trailer unreadable ({e}); variable-length metalayers skipped");
+        Vec::new()
+    });
+    let index = Index {
         sources,
         chunks,
         info,
-    })
+    };
+    index.validate()?;
+    Ok(index)
 }
