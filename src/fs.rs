@@ -18,8 +18,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const ROOT_INO: u64 = 1;
 
@@ -87,6 +87,12 @@ enum What {
     Container(Probe),
 }
 
+impl What {
+    fn is_container(&self) -> bool {
+        matches!(self, What::Container(_))
+    }
+}
+
 /// Identity of a source's content: a change means re-probe and re-open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stamp {
@@ -94,6 +100,7 @@ struct Stamp {
     mtime_ns: i128,
     ctime_ns: i128,
     ino: u64,
+    dev: u64,
 }
 
 impl Stamp {
@@ -103,6 +110,7 @@ impl Stamp {
             mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
             ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
             ino: md.ino(),
+            dev: md.dev(),
         }
     }
 }
@@ -127,35 +135,44 @@ struct DirListing {
     entries: Vec<(OsString, OsString, What, Metadata)>,
     /// presented name -> index in `entries`
     by_name: HashMap<OsString, usize>,
+    built: Instant,
 }
+
+/// A listing is rebuilt when its directory changes, and at the latest after
+/// this long (files rewritten in place do not change the directory; probes
+/// of unchanged files are cached, so a rebuild costs one stat per entry).
+const LISTING_TTL: Duration = Duration::from_secs(1);
+
+/// Opened containers kept without an open handle (each holds file descriptors).
+const CONTAINER_CACHE: usize = 256;
 
 enum Handle {
     /// An opened container, the file whose identity it was opened at, and that identity.
-    Container(Arc<Container>, PathBuf, Stamp),
+    Container(Arc<Container>, PathBuf, Option<Stamp>),
     Plain(File),
-}
-
-/// The identity of a container's source: the file itself, or a sparse
-/// frame's index file.
-fn stamp_path(path: &Path, md: &Metadata) -> PathBuf {
-    if md.is_dir() {
-        path.join("chunks.b2frame")
-    } else {
-        path.to_path_buf()
-    }
 }
 
 pub struct Fs {
     root: PathBuf,
+    root_dev: u64,
     env: Env,
     nodes: RwLock<HashMap<u64, Node>>,
     dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
-    probes: Mutex<HashMap<(u64, Stamp), Option<Probe>>>,
-    /// Open containers shared across handles, with the stamp they were opened at.
-    containers: Mutex<HashMap<u64, (Stamp, Arc<Container>)>>,
+    /// Probe results per source inode, valid while the stamp matches.
+    probes: Mutex<HashMap<u64, (Stamp, Option<Probe>)>>,
+    /// Recently opened containers (bounded), with the stamp they were opened at.
+    containers: Mutex<lru::LruCache<u64, (Stamp, Arc<Container>)>>,
+    /// Containers still held by open handles (shared by new opens).
+    live: Mutex<HashMap<u64, (Stamp, Weak<Container>)>>,
+    /// Stamp of each inode at its last open: unchanged means the kernel may
+    /// keep its page cache.
+    last_open: Mutex<HashMap<u64, Stamp>>,
+    /// Sources that look like containers but failed to open: passed through
+    /// as raw bytes while their stamp is unchanged.
+    broken: Mutex<HashMap<u64, Stamp>>,
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
     next_fh: AtomicU64,
-    /// Errors already logged (file, chunk), so repeated reads do not flood.
+    /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
 }
 
@@ -182,13 +199,20 @@ impl Fs {
                 parent: ROOT_INO,
             },
         );
+        let root_dev = std::fs::metadata(&root)?.dev();
         Ok(Fs {
             root,
+            root_dev,
             env,
             nodes: RwLock::new(nodes),
             dirs: Mutex::new(HashMap::new()),
             probes: Mutex::new(HashMap::new()),
-            containers: Mutex::new(HashMap::new()),
+            containers: Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(CONTAINER_CACHE).expect("nonzero"),
+            )),
+            live: Mutex::new(HashMap::new()),
+            last_open: Mutex::new(HashMap::new()),
+            broken: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
@@ -213,9 +237,9 @@ impl Fs {
 
     /// Stable inode number of a source entry: its own inode number, mixed
     /// with the device when it is not the root's, and never 1.
-    fn ino_for(&self, md: &Metadata, root_dev: u64) -> u64 {
+    fn ino_for(&self, md: &Metadata) -> u64 {
         let mut ino = md.ino();
-        if md.dev() != root_dev {
+        if md.dev() != self.root_dev {
             ino ^= md.dev().rotate_left(48);
         }
         if ino == ROOT_INO || ino == 0 {
@@ -224,27 +248,46 @@ impl Fs {
         ino
     }
 
-    fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
-        let stamp = if md.is_dir() {
-            match std::fs::metadata(path.join("chunks.b2frame")) {
-                Ok(m) => Stamp::of(&m),
-                Err(_) => return None,
-            }
+    /// The stamp that identifies a source's content: the file's own, or for
+    /// a sparse-frame directory its `chunks.b2frame`'s.
+    fn stamp_of(path: &Path, md: &Metadata) -> Option<Stamp> {
+        if md.is_dir() {
+            std::fs::metadata(path.join("chunks.b2frame"))
+                .ok()
+                .map(|m| Stamp::of(&m))
         } else {
-            Stamp::of(md)
-        };
-        let key = (md.ino(), stamp);
-        if let Some(p) = self.probes.lock().get(&key) {
-            return p.clone();
+            Some(Stamp::of(md))
+        }
+    }
+
+    /// Is this source a container? Cheap (the first bytes), cached per
+    /// (inode, size, mtime, ctime); sources that failed to open are not.
+    fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
+        let stamp = Self::stamp_of(path, md)?;
+        let key = self.ino_for(md);
+        if self.broken.lock().get(&key) == Some(&stamp) {
+            return None;
+        }
+        if let Some((s, p)) = self.probes.lock().get(&key) {
+            if *s == stamp {
+                return p.clone();
+            }
         }
         let p = match detect::probe_path(path) {
             Ok(p) => p,
+            Err(e) if e.kind == crate::ErrorKind::Io => {
+                log::debug!("{}: cannot probe: {e}", path.display());
+                None
+            }
             Err(e) => {
-                log::warn!("{}: looks like a Blosc container but cannot be read, passed through as is: {e}", path.display());
+                self.warn_once(
+                    &format!("probe:{}:{stamp:?}", path.display()),
+                    &format!("{e} (looks like a Blosc container but is not readable as one: passed through as raw bytes)"),
+                );
                 None
             }
         };
-        self.probes.lock().insert(key, p.clone());
+        self.probes.lock().insert(key, (stamp, p.clone()));
         p
     }
 
@@ -255,7 +298,7 @@ impl Fs {
         let dmd = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
         let stamp = Stamp::of(&dmd);
         if let Some(l) = self.dirs.lock().get(&ino) {
-            if l.stamp == stamp {
+            if l.stamp == stamp && l.built.elapsed() < LISTING_TTL {
                 return Ok(l.clone());
             }
         }
@@ -278,21 +321,10 @@ impl Fs {
                             let Ok(md) = std::fs::symlink_metadata(p) else {
                                 continue;
                             };
-                            let what = if md.file_type().is_symlink() {
-                                What::Symlink
-                            } else if md.is_dir() {
-                                match self.probe(p, &md) {
-                                    Some(pr) => What::Container(pr),
-                                    None => What::Dir,
-                                }
-                            } else if md.is_file() {
-                                match self.probe(p, &md) {
-                                    Some(pr) => What::Container(pr),
-                                    None => What::Plain,
-                                }
-                            } else {
+                            if !(md.is_file() || md.is_dir() || md.file_type().is_symlink()) {
                                 continue; // devices, sockets, fifos are not presented
-                            };
+                            }
+                            let what = self.classify(p, &md);
                             out.push((name.clone(), what, md));
                         }
                         out
@@ -304,31 +336,7 @@ impl Fs {
                 .collect()
         });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
-        // Names of non-containers are fixed; containers take their stripped
-        // name unless something else already has it.
-        let mut used: HashSet<OsString> = raw
-            .iter()
-            .filter(|(_, w, _)| !matches!(w, What::Container(_)))
-            .map(|(n, _, _)| n.clone())
-            .collect();
-        let mut entries = Vec::with_capacity(raw.len());
-        for (name, what, md) in raw {
-            let presented = match &what {
-                What::Container(p) => {
-                    let want = presented_name(&name, p.npy);
-                    if want != name && !used.contains(&want) {
-                        want
-                    } else {
-                        name.clone()
-                    }
-                }
-                _ => name.clone(),
-            };
-            used.insert(presented.clone());
-            entries.push((presented, name, what, md));
-        }
-        // A container that kept its source name may now collide with a
-        // stripped one that came earlier; source names win.
+        let entries = assign_names(raw);
         let by_name = entries
             .iter()
             .enumerate()
@@ -336,6 +344,7 @@ impl Fs {
             .collect();
         let l = Arc::new(DirListing {
             stamp,
+            built: Instant::now(),
             entries,
             by_name,
         });
@@ -395,21 +404,54 @@ impl Fs {
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
-        let l = self.listing(parent)?;
-        let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
-        let (_, src_name, what, md) = &l.entries[i];
-        let ppath = self.path_of(parent)?;
-        let path = ppath.join(src_name);
-        let root_dev = std::fs::metadata(&self.root).map(|m| m.dev()).unwrap_or(0);
-        let ino = self.ino_for(md, root_dev);
-        self.nodes.write().insert(
-            ino,
-            Node {
-                path: path.clone(),
-                parent,
-            },
-        );
-        Ok(self.attr_of(ino, what, md, &path))
+        for attempt in 0..2 {
+            let l = self.listing(parent)?;
+            let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
+            let (_, src_name, listed, _) = &l.entries[i];
+            let path = self.path_of(parent)?.join(src_name);
+            // Attributes are always fresh; the listing only maps the name.
+            let md = match std::fs::symlink_metadata(&path) {
+                Ok(md) => md,
+                Err(_) if attempt == 0 => {
+                    self.dirs.lock().remove(&parent);
+                    continue;
+                }
+                Err(e) => return Err(errno_of(&e)),
+            };
+            let what = self.classify(&path, &md);
+            if attempt == 0 && what.is_container() != listed.is_container() {
+                // Became (or stopped being) a container in place: names change.
+                self.dirs.lock().remove(&parent);
+                continue;
+            }
+            let ino = self.ino_for(&md);
+            self.nodes.write().insert(
+                ino,
+                Node {
+                    path: path.clone(),
+                    parent,
+                },
+            );
+            return Ok(self.attr_of(ino, &what, &md, &path));
+        }
+        Err(libc::ENOENT)
+    }
+
+    /// What a source entry is presented as.
+    fn classify(&self, path: &Path, md: &Metadata) -> What {
+        if md.file_type().is_symlink() {
+            What::Symlink
+        } else if md.is_dir() {
+            match self.probe(path, md) {
+                Some(p) => What::Container(p),
+                None => What::Dir,
+            }
+        } else {
+            match self.probe(path, md) {
+                Some(p) => What::Container(p),
+                None => What::Plain,
+            }
+        }
     }
 
     /// What `ino` is now (re-read from the source).
@@ -418,18 +460,8 @@ impl Fs {
         let md = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
         let what = if ino == ROOT_INO {
             What::Dir
-        } else if md.file_type().is_symlink() {
-            What::Symlink
-        } else if md.is_dir() {
-            match self.probe(&path, &md) {
-                Some(p) => What::Container(p),
-                None => What::Dir,
-            }
         } else {
-            match self.probe(&path, &md) {
-                Some(p) => What::Container(p),
-                None => What::Plain,
-            }
+            self.classify(&path, &md)
         };
         Ok((path, what, md))
     }
@@ -448,7 +480,6 @@ impl Fs {
             .get(&ino)
             .map(|n| n.parent)
             .unwrap_or(ROOT_INO);
-        let root_dev = std::fs::metadata(&self.root).map(|m| m.dev()).unwrap_or(0);
         let dpath = self.path_of(ino)?;
         let mut out = vec![
             DirEntry {
@@ -464,7 +495,7 @@ impl Fs {
         ];
         let mut nodes = self.nodes.write();
         for (presented, src, what, md) in &l.entries {
-            let cino = self.ino_for(md, root_dev);
+            let cino = self.ino_for(md);
             nodes.entry(cino).or_insert_with(|| Node {
                 path: dpath.join(src),
                 parent: ino,
@@ -489,42 +520,86 @@ impl Fs {
             .map_err(|e| errno_of(&e))
     }
 
-    /// The container behind `ino`, opened (or reused while its source is unchanged).
-    /// Returns it and whether it was already open unchanged (the kernel may keep its cache).
+    /// The container behind `ino`, opened (or reused while its source is
+    /// unchanged). `Ok(None)`: the source looks like a container but cannot
+    /// be opened as one; it is passed through as raw bytes from now on (one
+    /// warning), until it changes.
     fn container(
         &self,
         ino: u64,
         path: &Path,
         md: &Metadata,
-    ) -> Result<(Arc<Container>, bool), i32> {
-        let stamp = if md.is_dir() {
-            std::fs::metadata(path.join("chunks.b2frame"))
-                .map(|m| Stamp::of(&m))
-                .map_err(|e| errno_of(&e))?
-        } else {
-            Stamp::of(md)
-        };
-        if let Some((s, c)) = self.containers.lock().get(&ino) {
-            if *s == stamp {
-                return Ok((c.clone(), true));
+    ) -> Result<Option<Arc<Container>>, i32> {
+        let stamp = Self::stamp_of(path, md).ok_or(libc::ENOENT)?;
+        {
+            let mut cache = self.containers.lock();
+            match cache.get(&ino) {
+                Some((s, c)) if *s == stamp => return Ok(Some(c.clone())),
+                Some(_) => {
+                    // Changed underneath: drop the stale one.
+                    cache.pop(&ino);
+                }
+                None => {}
             }
         }
+        let live = self
+            .live
+            .lock()
+            .get(&ino)
+            .filter(|(s, _)| *s == stamp)
+            .and_then(|(_, w)| w.upgrade());
+        if let Some(c) = live {
+            self.containers.lock().put(ino, (stamp, c.clone()));
+            return Ok(Some(c));
+        }
+        // Opening reads the index: done without any lock held.
         let c = match detect::open_path_with(path, &self.env) {
             Ok(Some(c)) => Arc::new(c),
-            Ok(None) => return Err(libc::EIO),
-            Err(e) => {
-                self.log_once(&e.to_string());
+            Ok(None) => {
+                let msg = format!("{}: no longer looks like a Blosc container", path.display());
+                self.mark_broken(ino, stamp, path, &msg);
+                return Ok(None);
+            }
+            Err(e) if e.kind == crate::ErrorKind::Io => {
+                self.warn_once(&e.to_string(), &e.to_string());
                 return Err(e.errno());
             }
+            Err(e) => {
+                self.mark_broken(ino, stamp, path, &e.in_file(path).to_string());
+                return Ok(None);
+            }
         };
-        self.containers.lock().insert(ino, (stamp, c.clone()));
-        Ok((c, false))
+        self.containers.lock().put(ino, (stamp, c.clone()));
+        let mut live = self.live.lock();
+        if live.len() >= 4 * CONTAINER_CACHE {
+            live.retain(|_, (_, w)| w.strong_count() > 0);
+        }
+        live.insert(ino, (stamp, Arc::downgrade(&c)));
+        Ok(Some(c))
     }
 
-    fn log_once(&self, msg: &str) {
+    /// `why` names the file and the reason.
+    fn mark_broken(&self, ino: u64, stamp: Stamp, path: &Path, why: &str) {
+        self.broken.lock().insert(ino, stamp);
+        self.probes.lock().remove(&ino);
+        // Its presented name and size change: rebuild the parent's listing.
+        if let Some(parent) = self.nodes.read().get(&ino).map(|n| n.parent) {
+            self.dirs.lock().remove(&parent);
+        }
+        self.warn_once(
+            &format!("broken:{}:{stamp:?}", path.display()),
+            &format!("{why} (not opened as a container: passed through as raw bytes)"),
+        );
+    }
+
+    /// Log a warning once per `key` (repeated identical errors do not flood).
+    fn warn_once(&self, key: &str, msg: &str) {
         let mut l = self.logged.lock();
-        if l.len() < 10_000 && l.insert(msg.to_string()) {
-            log::error!("{msg}");
+        if l.len() >= 10_000 {
+            l.clear();
+        }
+        if l.insert(key.to_string()) {
+            log::warn!("{msg}");
         }
     }
 
@@ -535,21 +610,26 @@ impl Fs {
             return Err(libc::EROFS);
         }
         let (path, what, md) = self.what_of(ino)?;
-        let (h, keep) = match what {
+        let h = match what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => (
-                Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
-                false,
-            ),
-            What::Container(_) => {
-                let (c, keep) = self.container(ino, &path, &md)?;
-                let sp = stamp_path(&path, &md);
-                let stamp = std::fs::metadata(&sp)
-                    .map(|m| Stamp::of(&m))
-                    .map_err(|e| errno_of(&e))?;
-                (Handle::Container(c, sp, stamp), keep)
-            }
+            What::Plain => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
+            What::Container(_) => match self.container(ino, &path, &md)? {
+                Some(c) => {
+                    let sp = if md.is_dir() {
+                        path.join("chunks.b2frame")
+                    } else {
+                        path.clone()
+                    };
+                    Handle::Container(c, sp, Self::stamp_of(&path, &md))
+                }
+                None if md.is_dir() => return Err(libc::EISDIR),
+                None => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
+            },
+        };
+        let keep = match Self::stamp_of(&path, &md) {
+            Some(stamp) => self.last_open.lock().insert(ino, stamp) == Some(stamp),
+            None => false,
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.handles.write().insert(fh, Arc::new(h));
@@ -587,12 +667,13 @@ impl Fs {
                 // A source rewritten or truncated under an open handle: EIO
                 // (reopen to see the new content), never old offsets over new bytes.
                 match std::fs::metadata(sp) {
-                    Ok(m) if Stamp::of(&m) == *stamp => {}
+                    Ok(m) if Some(Stamp::of(&m)) == *stamp => {}
                     _ => {
-                        self.log_once(&format!(
+                        let msg = format!(
                             "{}: changed while open; reads fail until it is reopened",
                             sp.display()
-                        ));
+                        );
+                        self.warn_once(&msg, &msg);
                         return Err(libc::EIO);
                     }
                 }
@@ -608,7 +689,12 @@ impl Fs {
                         Ok(())
                     }
                     Err(e) => {
-                        self.log_once(&format!("read of {n} bytes at {offset} failed: {e}"));
+                        // One line per (file, chunk, reason), not per read.
+                        let key = format!("read:{:?}:{:?}:{}", e.path, e.chunk, e.reason);
+                        self.warn_once(
+                            &key,
+                            &format!("{e} (read of {n} bytes at offset {offset} fails with EIO; further failures like this are not logged)"),
+                        );
                         Err(e.errno())
                     }
                 }
@@ -653,15 +739,17 @@ impl Fs {
                 let off = offset as u64;
                 let chunks = c.chunks();
                 let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
-                for e in &chunks[start..] {
-                    let hole = matches!(
-                        &e.loc,
-                        ChunkLoc::Special {
-                            kind: crate::format::chunk::Special::Zeros
-                                | crate::format::chunk::Special::Uninit,
-                            ..
-                        }
-                    );
+                for (ci, e) in chunks.iter().enumerate().skip(start) {
+                    let hole = match &e.loc {
+                        ChunkLoc::Special { kind, .. } => is_hole(*kind),
+                        // A stored chunk whose header says "all zeros" is a hole too
+                        // (reads its header once; an unreadable one counts as data).
+                        ChunkLoc::Stored { .. } => c
+                            .layout(ci)
+                            .ok()
+                            .and_then(|l| l.special)
+                            .is_some_and(is_hole),
+                    };
                     if hole == want_hole {
                         return Ok(e.uoff.max(off) as i64);
                     }
@@ -688,7 +776,9 @@ impl Fs {
         }
         let (path, what, md) = self.what_of(ino)?;
         if let What::Container(_) = what {
-            let (c, _) = self.container(ino, &path, &md)?;
+            let Some(c) = self.container(ino, &path, &md)? else {
+                return Ok(out);
+            };
             let i = c.info();
             let mut add =
                 |k: &str, v: String| out.push((format!("user.blosc.{k}"), v.into_bytes()));
@@ -774,6 +864,49 @@ impl Fs {
             s.f_frsize,
         ])
     }
+}
+
+fn is_hole(kind: crate::format::chunk::Special) -> bool {
+    use crate::format::chunk::Special;
+    matches!(kind, Special::Zeros | Special::Uninit)
+}
+
+/// Presented names for one directory's entries (sorted by source name).
+/// Non-containers keep their names; a container takes its stripped name
+/// unless that name is any source name in the directory or is wanted by
+/// another container too; then it keeps its source name. Nothing is hidden,
+/// and the outcome does not depend on listing order.
+fn assign_names(raw: Vec<(OsString, What, Metadata)>) -> Vec<(OsString, OsString, What, Metadata)> {
+    let sources: HashSet<&OsStr> = raw.iter().map(|(n, _, _)| n.as_os_str()).collect();
+    let wants: Vec<Option<OsString>> = raw
+        .iter()
+        .map(|(n, w, _)| match w {
+            What::Container(p) => Some(presented_name_for(n, p)).filter(|x| x != n),
+            _ => None,
+        })
+        .collect();
+    let mut count: HashMap<&OsStr, usize> = HashMap::new();
+    for w in wants.iter().flatten() {
+        *count.entry(w.as_os_str()).or_default() += 1;
+    }
+    let names: Vec<OsString> = raw
+        .iter()
+        .zip(&wants)
+        .map(|((n, _, _), w)| match w {
+            Some(w) if !sources.contains(w.as_os_str()) && count[w.as_os_str()] == 1 => w.clone(),
+            _ => n.clone(),
+        })
+        .collect();
+    raw.into_iter()
+        .zip(names)
+        .map(|((n, w, md), p)| (p, n, w, md))
+        .collect()
+}
+
+/// The hook from a probe to a presented name: what a container found by
+/// content is called in the mount (before collision handling).
+pub fn presented_name_for(name: &OsStr, probe: &Probe) -> OsString {
+    presented_name(name, probe.npy)
 }
 
 /// The presented name of a container: one known suffix removed; arrays get

@@ -23,7 +23,8 @@ and Bloscpack NumPy arrays appear as .npy files. Other files pass through.
 
 Options:
   -f                     stay in the foreground (default: daemonize once mounted)
-  -d                     debug: foreground, and log every FUSE request
+  -d                     debug: foreground, and log every FUSE request (also -o debug)
+  -s                     accepted for libfuse compatibility, ignored
   -h, --help             this help
   -V, --version          the version
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
@@ -37,7 +38,7 @@ Options:
   -o logfile=PATH        log to PATH instead of syslog when daemonized
   -o fsname=NAME         source name shown in mount tables (default: SOURCE)
   -o subtype=NAME        file system subtype (default: bloscfs)
-  -o auto_unmount        unmount when the daemon dies (needs allow_other/allow_root)
+  -o auto_unmount        unmount when the daemon dies (implies allow_root)
   -o ro, nodev, nosuid, noexec, noatime, dev, suid, exec, atime
                          passed to the kernel (the mount is always read-only)
   -o rw, defaults, auto, noauto, user, users, nouser, nofail, _netdev, x-*
@@ -194,7 +195,9 @@ impl log::Log for Logger {
         // Other crates (fuser) only for errors: their warnings are about
         // requests we deliberately leave to the kernel's defaults.
         m.level() <= self.level
-            && (m.target().starts_with("bloscfs") || m.level() == log::Level::Error)
+            && (m.target().starts_with("bloscfs")
+                || m.level() <= log::Level::Error
+                || (m.level() <= log::Level::Warn && !m.target().starts_with("fuser")))
     }
     fn log(&self, r: &log::Record) {
         if !self.enabled(r.metadata()) {
@@ -233,6 +236,29 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default);
+    if m.logfile.is_none() && !daemon {
+        // Foreground: env_logger on stderr. BLOSCFS_LOG (or RUST_LOG) takes
+        // env_logger filter syntax and overrides the default level.
+        let mut b = env_logger::Builder::new();
+        b.filter_level(log::LevelFilter::Warn)
+            // fuser warns when the mount point was already unmounted from
+            // outside (fusermount3 -u, umount): noise unless debugging.
+            .filter_module(
+                "fuser",
+                if m.debug {
+                    level
+                } else {
+                    log::LevelFilter::Error
+                },
+            )
+            .filter_module("bloscfs", level)
+            .format_target(false);
+        if let Ok(spec) = std::env::var("BLOSCFS_LOG").or_else(|_| std::env::var("RUST_LOG")) {
+            b.parse_filters(&spec);
+        }
+        let _ = b.try_init();
+        return Ok(());
+    }
     let sink = match (&m.logfile, daemon) {
         (Some(p), _) => Sink::File(
             std::fs::OpenOptions::new()
@@ -292,6 +318,21 @@ fn set_readahead(mp: &std::path::Path, bytes: u64) {
     }
 }
 
+/// Open containers hold file descriptors: raise the soft limit to the hard one.
+fn raise_fd_limit() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer / in-pointer to an rlimit.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
 fn fuse_config(m: &MountArgs) -> fuser::Config {
     use fuser::MountOption as O;
     let mut c = fuser::Config::default();
@@ -322,12 +363,16 @@ fn fuse_config(m: &MountArgs) -> fuser::Config {
     c.mount_options.dedup();
     c.acl = if m.allow_other {
         fuser::SessionACL::All
-    } else if m.allow_root {
+    } else if m.allow_root || m.auto_unmount {
+        // fuser's auto_unmount needs more than owner-only access; allow_root
+        // adds nobody who could not read the source anyway.
         fuser::SessionACL::RootAndOwner
     } else {
         fuser::SessionACL::Owner
     };
     c.n_threads = Some(m.threads);
+    // Each worker thread reads requests from its own /dev/fuse clone.
+    c.clone_fd = true;
     c
 }
 
@@ -393,8 +438,10 @@ pub fn main(args: &[String]) -> i32 {
     }
     // Daemonize: the child mounts and tells the parent through a pipe.
     let mut fds = [0i32; 2];
+    // Close-on-exec, so that helpers the child runs (fusermount3, which
+    // stays alive with auto_unmount) do not hold the parent waiting.
     // SAFETY: fds is a valid two-element array.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         eprintln!("bloscfs: pipe: {}", std::io::Error::last_os_error());
         return 1;
     }
@@ -443,6 +490,7 @@ pub fn main(args: &[String]) -> i32 {
 /// Mount and serve until unmounted. `ready` (daemon mode) gets "OK" once the
 /// mount is up, or "E<message>" on failure.
 fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
+    raise_fd_limit();
     let fail = |ready: Option<std::fs::File>, msg: String| {
         match ready {
             Some(mut w) => {

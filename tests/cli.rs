@@ -31,7 +31,7 @@ fn options(text: &str) -> BTreeSet<String> {
                 }
             }
         }
-        for flag in ["-f", "-d", "-h", "--help", "-V", "--version"] {
+        for flag in ["-f", "-d", "-s", "-h", "--help", "-V", "--version"] {
             if l.starts_with(flag)
                 || l.starts_with(&format!(".B {flag}"))
                 || l.starts_with(&format!(".BR {flag}"))

@@ -246,3 +246,153 @@ fn a_source_rewritten_in_place_while_open_is_eio_then_fresh() {
     let v = fs.read(fh, 0, 8).unwrap();
     assert!(f64::from_le_bytes(v.try_into().unwrap()).is_nan());
 }
+
+/// A Blosc2 chunk of 800,000 zero bytes as python-blosc2 writes it (32-byte
+/// header, special "zeros" flag): a stored chunk whose layout is all zeros.
+const ZERO_CHUNK: &str = "0501850800350c00000008002000000000000000000105000000000000000010";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+#[test]
+fn collisions_keep_source_names_whatever_the_order() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    let frame = fixture("frame/blocks-lz4.b2frame");
+    // a.b2 and a.b2frame both want "a"; a.b2.b2 wants "a.b2", a source name.
+    for n in [
+        "a.b2",
+        "a.b2.b2",
+        "a.b2frame",
+        "x.b2",
+        "x.blosc",
+        "solo.bl2",
+    ] {
+        copy(&frame, &s.join(n));
+    }
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    assert_eq!(
+        names(&fs, ROOT_INO),
+        [
+            ".",
+            "..",
+            "a.b2",
+            "a.b2.b2",
+            "a.b2frame",
+            "solo",
+            "x.b2",
+            "x.blosc"
+        ]
+    );
+    // Every presented name serves its own source.
+    let size = reference_bytes("frame/blocks-lz4.b2frame").len() as u64;
+    for n in ["a.b2", "a.b2.b2", "a.b2frame", "solo", "x.b2", "x.blosc"] {
+        assert_eq!(
+            fs.lookup(ROOT_INO, OsStr::new(n)).unwrap().size,
+            size,
+            "{n}"
+        );
+    }
+}
+
+#[test]
+fn a_container_that_fails_to_open_passes_through_as_raw_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    // The header is intact (the probe says "frame") but the body is cut.
+    let mut b = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    b.truncate(b.len() / 2);
+    std::fs::write(s.join("cut.b2frame"), &b).unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    assert_eq!(names(&fs, ROOT_INO), [".", "..", "cut"]);
+    let a = fs.lookup(ROOT_INO, OsStr::new("cut")).unwrap();
+    // Opening fails as a container: served as the raw file instead.
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 1 << 20).unwrap(), b);
+    fs.release(fh);
+    assert_eq!(fs.getattr(a.ino).unwrap().size, b.len() as u64);
+    assert!(fs.listxattr(a.ino).unwrap().is_empty());
+    // ... and listed under its source name from now on.
+    assert_eq!(names(&fs, ROOT_INO), [".", "..", "cut.b2frame"]);
+    // Repaired: a container again.
+    std::fs::copy(fixture("frame/blocks-lz4.b2frame"), s.join("cut.b2frame")).unwrap();
+    // The old name is noticed as stale at once (the listing is rebuilt) ...
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("cut.b2frame")).unwrap_err(),
+        libc::ENOENT
+    );
+    assert_eq!(names(&fs, ROOT_INO), [".", "..", "cut"]);
+    let a = fs.lookup(ROOT_INO, OsStr::new("cut")).unwrap();
+    assert_eq!(
+        a.size,
+        reference_bytes("frame/blocks-lz4.b2frame").len() as u64
+    );
+}
+
+#[test]
+fn stored_zero_chunks_are_holes() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("z.b2"), unhex(ZERO_CHUNK)).unwrap();
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    let z = fs.lookup(ROOT_INO, OsStr::new("z")).unwrap();
+    assert_eq!(z.size, 800_000);
+    let (fh, _) = fs.open(z.ino, false).unwrap();
+    assert_eq!(fs.lseek(fh, 1000, libc::SEEK_HOLE).unwrap(), 1000);
+    assert_eq!(fs.lseek(fh, 0, libc::SEEK_DATA).unwrap_err(), libc::ENXIO);
+    assert_eq!(fs.read(fh, 799_990, 100).unwrap(), vec![0u8; 10]);
+}
+
+#[test]
+fn opened_containers_do_not_pile_up_file_descriptors() {
+    let d = tempfile::tempdir().unwrap();
+    let chunk = unhex(ZERO_CHUNK);
+    for i in 0..700 {
+        std::fs::write(d.path().join(format!("c{i}.b2")), &chunk).unwrap();
+    }
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+    let before = fds();
+    for i in 0..700 {
+        let a = fs.lookup(ROOT_INO, OsStr::new(&format!("c{i}"))).unwrap();
+        let (fh, _) = fs.open(a.ino, false).unwrap();
+        assert_eq!(fs.read(fh, 0, 4).unwrap(), [0; 4]);
+        fs.release(fh);
+    }
+    // Bounded by the container cache (256), not by the files ever opened.
+    let grown = fds().saturating_sub(before);
+    assert!(grown < 400, "{grown} more descriptors after 700 opens");
+}
+
+#[test]
+fn readdir_of_ten_thousand_containers_is_fast() {
+    let d = tempfile::tempdir().unwrap();
+    let chunk = unhex(ZERO_CHUNK);
+    for i in 0..10_000 {
+        std::fs::write(d.path().join(format!("c{i:05}.b2")), &chunk).unwrap();
+    }
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    let t = std::time::Instant::now();
+    let entries = fs.readdir(ROOT_INO).unwrap();
+    assert_eq!(entries.len(), 10_002);
+    // `ls -l`: a lookup of every name.
+    for e in &entries[2..] {
+        assert_eq!(fs.lookup(ROOT_INO, &e.name).unwrap().size, 800_000);
+    }
+    let first = t.elapsed();
+    let t = std::time::Instant::now();
+    assert_eq!(fs.readdir(ROOT_INO).unwrap().len(), 10_002);
+    let again = t.elapsed();
+    assert!(
+        first.as_secs_f64() < 10.0,
+        "readdir + lookups took {first:?}"
+    );
+    assert!(
+        again < first,
+        "the listing is cached ({again:?} vs {first:?})"
+    );
+    eprintln!("10,000 containers: readdir + lookups {first:?}, cached readdir {again:?}");
+}
