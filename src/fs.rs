@@ -130,8 +130,19 @@ struct DirListing {
 }
 
 enum Handle {
-    Container(Arc<Container>),
+    /// An opened container, the file whose identity it was opened at, and that identity.
+    Container(Arc<Container>, PathBuf, Stamp),
     Plain(File),
+}
+
+/// The identity of a container's source: the file itself, or a sparse
+/// frame's index file.
+fn stamp_path(path: &Path, md: &Metadata) -> PathBuf {
+    if md.is_dir() {
+        path.join("chunks.b2frame")
+    } else {
+        path.to_path_buf()
+    }
 }
 
 pub struct Fs {
@@ -248,32 +259,50 @@ impl Fs {
                 return Ok(l.clone());
             }
         }
-        let mut raw = Vec::new();
+        let mut found = Vec::new();
         for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
             let ent = ent.map_err(|e| errno_of(&e))?;
-            let name = ent.file_name();
-            let p = ent.path();
-            let md = match std::fs::symlink_metadata(&p) {
-                Ok(m) => m,
-                Err(_) => continue,
-            };
-            let what = if md.file_type().is_symlink() {
-                What::Symlink
-            } else if md.is_dir() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Dir,
-                }
-            } else if md.is_file() {
-                match self.probe(&p, &md) {
-                    Some(pr) => What::Container(pr),
-                    None => What::Plain,
-                }
-            } else {
-                continue; // devices, sockets, fifos are not presented
-            };
-            raw.push((name, what, md));
+            found.push((ent.file_name(), ent.path()));
         }
+        // Probing reads the first bytes of every file: on a cold cache that is
+        // I/O-bound, so spread it over a few threads.
+        let workers = found.len().div_ceil(256).clamp(1, 8);
+        let per = found.len().div_ceil(workers).max(1);
+        let mut raw: Vec<(OsString, What, Metadata)> = std::thread::scope(|sc| {
+            let hs: Vec<_> = found
+                .chunks(per)
+                .map(|part| {
+                    sc.spawn(move || {
+                        let mut out = Vec::with_capacity(part.len());
+                        for (name, p) in part {
+                            let Ok(md) = std::fs::symlink_metadata(p) else {
+                                continue;
+                            };
+                            let what = if md.file_type().is_symlink() {
+                                What::Symlink
+                            } else if md.is_dir() {
+                                match self.probe(p, &md) {
+                                    Some(pr) => What::Container(pr),
+                                    None => What::Dir,
+                                }
+                            } else if md.is_file() {
+                                match self.probe(p, &md) {
+                                    Some(pr) => What::Container(pr),
+                                    None => What::Plain,
+                                }
+                            } else {
+                                continue; // devices, sockets, fifos are not presented
+                            };
+                            out.push((name.clone(), what, md));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         // Names of non-containers are fixed; containers take their stripped
         // name unless something else already has it.
@@ -515,7 +544,11 @@ impl Fs {
             ),
             What::Container(_) => {
                 let (c, keep) = self.container(ino, &path, &md)?;
-                (Handle::Container(c), keep)
+                let sp = stamp_path(&path, &md);
+                let stamp = std::fs::metadata(&sp)
+                    .map(|m| Stamp::of(&m))
+                    .map_err(|e| errno_of(&e))?;
+                (Handle::Container(c, sp, stamp), keep)
             }
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -550,7 +583,19 @@ impl Fs {
                 buf.truncate(done);
                 Ok(())
             }
-            Handle::Container(c) => {
+            Handle::Container(c, sp, stamp) => {
+                // A source rewritten or truncated under an open handle: EIO
+                // (reopen to see the new content), never old offsets over new bytes.
+                match std::fs::metadata(sp) {
+                    Ok(m) if Stamp::of(&m) == *stamp => {}
+                    _ => {
+                        self.log_once(&format!(
+                            "{}: changed while open; reads fail until it is reopened",
+                            sp.display()
+                        ));
+                        return Err(libc::EIO);
+                    }
+                }
                 let len = c.len();
                 if offset >= len {
                     return Ok(());
@@ -581,7 +626,7 @@ impl Fs {
     pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
         let h = self.handle(fh)?;
         let c = match &*h {
-            Handle::Container(c) => c,
+            Handle::Container(c, _, _) => c,
             Handle::Plain(f) => {
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {

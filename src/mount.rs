@@ -191,8 +191,10 @@ enum Sink {
 
 impl log::Log for Logger {
     fn enabled(&self, m: &log::Metadata) -> bool {
+        // Other crates (fuser) only for errors: their warnings are about
+        // requests we deliberately leave to the kernel's defaults.
         m.level() <= self.level
-            && (m.target().starts_with("bloscfs") || m.level() <= log::Level::Warn)
+            && (m.target().starts_with("bloscfs") || m.level() == log::Level::Error)
     }
     fn log(&self, r: &log::Record) {
         if !self.enabled(r.metadata()) {

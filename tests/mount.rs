@@ -95,6 +95,7 @@ impl Mount {
             &fixture("frame/special-zero.b2frame"),
             &src.join("zeros.b2frame"),
         );
+        copy(&fixture("b2nd"), &src.join("arrays"));
         std::fs::write(src.join("notes.txt"), b"plain text\n").unwrap();
         Mount { dir, child: None }
     }
@@ -144,6 +145,7 @@ fn unmodified_tools_read_exact_bytes() {
     assert_eq!(
         names,
         [
+            "arrays",
             "delta",
             "fortran.npy",
             "grid.npy",
@@ -243,23 +245,13 @@ fn numpy_opens_the_arrays() {
     }
     let m = Mount::foreground(&[]);
     let mp = m.mp();
-    let script = format!(
-        "import numpy as np, blosc2\n\
-         a = np.load('{mp}/grid.npy', mmap_mode='r')\n\
-         ref = blosc2.open('{src}/grid.b2nd')\n\
-         assert a.shape == (97, 131) and a.dtype == ref.dtype\n\
-         assert (a[45, :] == ref[45, :]).all() and (a[:, 7] == ref[:, 7]).all()\n\
-         assert (np.load('{mp}/grid.npy') == ref[...]).all()\n\
-         f = np.load('{mp}/fortran.npy', mmap_mode='r')\n\
-         assert f.flags['F_CONTIGUOUS'] and f.shape == (200, 300)\n\
-         assert (f == (np.arange(60000, dtype='<i4') % 977).reshape(200, 300)).all()\n\
-         s = np.fromfile('{mp}/series', dtype='<i8')\n\
-         assert (s == np.arange(len(s)) // 7).all()\n\
-         print('ok')\n",
-        mp = mp.display(),
-        src = m.src().display()
-    );
-    let o = Command::new(py).arg("-c").arg(script).output().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/numpy_check.py");
+    let o = Command::new(py)
+        .arg(script)
+        .arg(&mp)
+        .arg(m.src())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -379,4 +371,63 @@ fn unknown_option_is_a_clear_error() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown mount option 'bogus=1'"));
+}
+
+#[test]
+fn a_damaged_range_is_eio_through_the_kernel_and_the_rest_is_served() {
+    if !fuse_available() {
+        return;
+    }
+    let mut m = Mount::prepare();
+    // Damage chunk 1 of a copy of the series (streams in the middle of it).
+    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let c = bloscfs::open_path(&fixture("frame/blocks-lz4.b2frame"))
+        .unwrap()
+        .unwrap();
+    let at = match c.chunks()[1].loc {
+        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        _ => unreachable!(),
+    };
+    for b in &mut bytes[at..at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(m.src().join("damaged.b2frame"), &bytes).unwrap();
+    m.child = Some(
+        Command::new(BIN)
+            .arg("-f")
+            .arg(m.src())
+            .arg(m.mp())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mp = m.mp();
+    wait_for(|| is_mounted(&mp), "the mount");
+    let mp = m.mp();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    // The damaged block (chunk 1, block 1, from 1 MiB + 64 KiB) fails with EIO; a
+    // read starting before it returns the good prefix first, as read(2) does.
+    let o = sh(&format!(
+        "dd if={}/damaged bs=4096 skip=272 count=1 status=none of=/dev/null",
+        mp.display()
+    ));
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("Input/output error"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Chunks 0 and 2 of the same file, and other files, are exact.
+    let o = sh(&format!(
+        "dd if={}/damaged bs=1M count=1 status=none",
+        mp.display()
+    ));
+    assert_eq!(o.stdout, whole[..1 << 20]);
+    let o = sh(&format!(
+        "dd if={}/damaged bs=1M skip=2 count=1 status=none",
+        mp.display()
+    ));
+    assert_eq!(o.stdout, whole[2 << 20..3 << 20]);
+    assert_eq!(std::fs::read(mp.join("series")).unwrap(), whole);
+    m.unmount();
 }

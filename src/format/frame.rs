@@ -176,22 +176,7 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     let mut metalayers = Vec::new();
     if let Some(Val::Array(parts)) = vals.get(i) {
         if let Some(Val::Map(entries)) = parts.get(1) {
-            for (k, v) in entries {
-                let name = k
-                    .as_str()
-                    .ok_or_else(|| Error::corrupt("frame header: metalayer name is not a string"))?
-                    .to_string();
-                let off = nonneg(v, "metalayer offset", header_len)? as usize;
-                let value = match Reader::at(hbuf, off).read()? {
-                    Val::Bin(b) => b.to_vec(),
-                    _ => {
-                        return Err(Error::corrupt(format!(
-                            "metalayer {name}: value is not binary"
-                        )))
-                    }
-                };
-                metalayers.push((name, value));
-            }
+            metalayers = named_values(entries, hbuf, "metalayer")?;
         }
     }
     let h = FrameHeader {
@@ -289,28 +274,33 @@ pub fn parse_trailer(tr: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     r.pos = 1;
     let _version = r.read()?;
     let mut out = Vec::new();
-    let start = r.pos;
     if let Val::Array(parts) = r.read()? {
         if let Some(Val::Map(entries)) = parts.get(1) {
-            for (k, v) in entries {
-                let name = k
-                    .as_str()
-                    .ok_or_else(|| Error::corrupt("vlmetalayer name is not a string"))?
-                    .to_string();
-                let off = nonneg(v, "vlmetalayer offset", tr.len() as u64)? as usize;
-                let value = match Reader::at(tr, off).read()? {
-                    Val::Bin(b) => b.to_vec(),
-                    _ => {
-                        return Err(Error::corrupt(format!(
-                            "vlmetalayer {name}: value is not binary"
-                        )))
-                    }
-                };
-                out.push((name, value));
-            }
+            out = named_values(entries, tr, "vlmetalayer")?;
         }
     }
-    let _ = start;
+    Ok(out)
+}
+
+/// A (vl)metalayer map: names to offsets (into `buf`) of msgpack bin values.
+fn named_values(entries: &[(Val, Val)], buf: &[u8], what: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        let name = k
+            .as_str()
+            .ok_or_else(|| Error::corrupt(format!("{what} name is not a string")))?
+            .to_string();
+        let off = nonneg(v, &format!("{what} offset"), buf.len() as u64)? as usize;
+        let value = match Reader::at(buf, off).read()? {
+            Val::Bin(b) => b.to_vec(),
+            _ => {
+                return Err(Error::corrupt(format!(
+                    "{what} {name}: value is not binary"
+                )))
+            }
+        };
+        out.push((name, value));
+    }
     Ok(out)
 }
 
