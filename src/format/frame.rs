@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(h.filters, [1, 0, 0, 0, 0, 0]); // python-blosc2 fills slots from 0
         assert_eq!(h.fixed_nchunks(), Some(3));
         let names: Vec<_> = h.metalayers.iter().map(|m| m.0.as_str()).collect();
-        assert_eq!(names, ["dims", "origin"]);
+        assert_eq!(names, ["origin", "dims"]);
         assert!(h.has_vlmetalayers);
         assert_eq!(declared_nbytes(&FRAME[..38]), Some(10_000));
         assert_eq!(declared_nbytes(&FRAME[..37]), None);
