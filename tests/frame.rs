@@ -17,21 +17,47 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame")
 }
 
-fn manifest() -> Vec<serde_json::Value> {
+fn all_files() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir().join("manifest.json"))
         .expect("tests/data/frame/manifest.json (run scripts/gen_frame_fixtures.py)");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["files"].as_array().unwrap().clone()
 }
 
-fn open(e: &serde_json::Value) -> Index {
+/// The containers expected to open.
+fn manifest() -> Vec<serde_json::Value> {
+    all_files()
+        .into_iter()
+        .filter(|e| e["expect"] == "ok")
+        .collect()
+}
+
+fn try_open(e: &serde_json::Value) -> bloscfs::Result<Index> {
     let p = dir().join(e["path"].as_str().unwrap());
-    let idx = if e["kind"] == "sframe" {
+    if e["kind"] == "sframe" {
         frame::open_sframe(&p)
     } else {
-        frame::open(Arc::new(FileSource::open(&p).unwrap()))
-    };
-    idx.unwrap_or_else(|err| panic!("{}: {err}", p.display()))
+        frame::open(Arc::new(FileSource::open(&p)?))
+    }
+}
+
+fn open(e: &serde_json::Value) -> Index {
+    try_open(e).unwrap_or_else(|err| panic!("{}: {err}", e["path"]))
+}
+
+#[test]
+fn unreadable_frames_are_clear_errors() {
+    let bad: Vec<_> = all_files()
+        .into_iter()
+        .filter(|e| e["expect"] == "error")
+        .collect();
+    assert!(!bad.is_empty());
+    for e in bad {
+        let err = try_open(&e)
+            .err()
+            .unwrap_or_else(|| panic!("{} opened", e["path"]));
+        assert!(err.to_string().contains("special chunks"), "{err}");
+    }
 }
 
 /// Decode every chunk of `idx` through the Index alone and concatenate.
@@ -141,6 +167,15 @@ fn info_matches_python_blosc2() {
             "blosc2-frame"
         };
         assert_eq!(info.format, fmt, "{name}");
+        let on_disk: u64 = if e["kind"] == "sframe" {
+            std::fs::read_dir(dir().join(name))
+                .unwrap()
+                .map(|f| f.unwrap().metadata().unwrap().len())
+                .sum()
+        } else {
+            std::fs::metadata(dir().join(name)).unwrap().len()
+        };
+        assert_eq!(info.cbytes, on_disk, "{name}: cbytes");
         if let Some(c) = e["codec"].as_str() {
             assert_eq!(info.codec, c, "{name}");
         }
@@ -217,7 +252,7 @@ fn info_matches_python_blosc2() {
 
 #[test]
 fn probe_gives_uncompressed_size() {
-    for e in manifest() {
+    for e in all_files() {
         let p = dir().join(e["path"].as_str().unwrap());
         let f = if e["kind"] == "sframe" {
             p.join("chunks.b2frame")

@@ -345,3 +345,77 @@ pub fn offsets(decoded: &[u8]) -> Result<Vec<Offset>> {
         .map(|c| decode_offset(i64::from_le_bytes(c.try_into().unwrap())))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Written by python-blosc2 (scripts/gen_frame_fixtures.py): metalayers
+    // "dims" and "origin", vlmetalayers "note" and "list", lz4 + shuffle.
+    const FRAME: &[u8] = include_bytes!("../../tests/data/frame/fixed-lz4.b2frame");
+
+    #[test]
+    fn header_fields() {
+        let h = parse_header(FRAME).unwrap();
+        assert_eq!((h.version, h.frame_type, h.variable_chunks), (2, 0, false));
+        assert_eq!((h.codec, h.typesize, h.chunksize), (1, 4, 4000));
+        assert_eq!(h.nbytes, 10_000);
+        assert_eq!(h.frame_len, FRAME.len() as u64);
+        assert_eq!(h.filters, [1, 0, 0, 0, 0, 0]); // python-blosc2 fills slots from 0
+        assert_eq!(h.fixed_nchunks(), Some(3));
+        let names: Vec<_> = h.metalayers.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(names, ["origin", "dims"]);
+        assert!(h.has_vlmetalayers);
+        assert_eq!(declared_nbytes(&FRAME[..38]), Some(10_000));
+        assert_eq!(declared_nbytes(&FRAME[..37]), None);
+    }
+
+    #[test]
+    fn truncated_header_at_every_length_is_an_error() {
+        let hl = prefix(FRAME).unwrap().0 as usize;
+        for n in 0..hl {
+            assert!(parse_header(&FRAME[..n]).is_err(), "cut at {n}");
+        }
+    }
+
+    #[test]
+    fn trailer() {
+        let tl = trailer_len(FRAME).unwrap() as usize;
+        let vl = parse_trailer(&FRAME[FRAME.len() - tl..]).unwrap();
+        let names: Vec<_> = vl.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(names, ["note", "list"]);
+        for n in 0..tl {
+            let _ = parse_trailer(&FRAME[FRAME.len() - tl..FRAME.len() - tl + n]);
+        }
+        assert!(trailer_len(&FRAME[..10]).is_err());
+        assert!(trailer_len(&[0u8; 23]).is_err());
+    }
+
+    #[test]
+    fn special_offsets_follow_c_blosc2() {
+        let top = |b: u8| i64::from_be_bytes([b, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(decode_offset(7).unwrap(), Offset::At(7));
+        assert_eq!(
+            decode_offset(top(0x81)).unwrap(),
+            Offset::Special(Special::Zeros)
+        );
+        assert_eq!(
+            decode_offset(top(0x82)).unwrap(),
+            Offset::Special(Special::Nan)
+        );
+        assert_eq!(
+            decode_offset(top(0x84)).unwrap(),
+            Offset::Special(Special::Uninit)
+        );
+        // Bit tests, zeros first, as frame_special_chunk does.
+        assert_eq!(
+            decode_offset(top(0x83)).unwrap(),
+            Offset::Special(Special::Zeros)
+        );
+        assert_eq!(decode_offset(-1).unwrap(), Offset::Special(Special::Zeros));
+        assert!(decode_offset(i64::MIN).is_err());
+        assert!(decode_offset(top(0x88)).is_err());
+        assert!(offsets(&[0u8; 12]).is_err());
+        assert_eq!(offsets(&[]).unwrap(), []);
+    }
+}

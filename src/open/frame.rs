@@ -116,22 +116,23 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
     }
 }
 
-/// Chunk table entries from offsets. `stored(i, n)` gives the location and
-/// cbytes bound of the stored chunk with index entry `n`.
+/// Chunk table entries from offsets. `stored(i, n)` gives the location of
+/// the stored chunk with index entry `n` and, in a frame of variable chunk
+/// sizes, its uncompressed size (from its header).
+///
+/// A special offset carries no size. With a fixed chunk size that is the
+/// chunk size (the last chunk short); with variable sizes C-Blosc2 cannot
+/// reopen such a frame at all (it divides by the chunk size 0), so we take
+/// what the frame's nbytes leaves for it when it is the only special chunk,
+/// and give a clear error otherwise.
 fn build_chunks(
     h: &FrameHeader,
     offs: &[Offset],
     mut stored: impl FnMut(usize, u64) -> Result<(ChunkLoc, Option<u64>)>,
 ) -> Result<Vec<ChunkEntry>> {
-    let mut chunks = Vec::with_capacity(offs.len());
-    let mut uoff = 0u64;
-    let fixed = h.fixed_chunksize().is_some();
+    let mut entries = Vec::with_capacity(offs.len());
     for (i, o) in offs.iter().enumerate() {
-        let remaining = h
-            .nbytes
-            .checked_sub(uoff)
-            .ok_or_else(|| Error::corrupt("chunks exceed the frame's size"))?;
-        let (loc, nbytes) = match *o {
+        entries.push(match *o {
             Offset::At(n) => stored(i, n).map_err(|e| e.in_chunk(i as u64))?,
             Offset::Special(kind) => (
                 ChunkLoc::Special {
@@ -141,20 +142,39 @@ fn build_chunks(
                 },
                 None,
             ),
-        };
-        let ulen = if fixed {
-            (h.chunksize as u64).min(remaining)
-        } else {
-            match nbytes {
-                Some(n) => n,
-                None => {
-                    return Err(Error::unsupported(
-                        "special chunk in a frame of variable chunk sizes has no known size",
-                    )
-                    .in_chunk(i as u64))
-                }
-            }
-        };
+        });
+    }
+    let sizes: Vec<u64> = match h.fixed_chunksize() {
+        Some(cs) => (0..offs.len() as u64)
+            .map(|i| cs.min(h.nbytes.saturating_sub(i.saturating_mul(cs))))
+            .collect(),
+        None => {
+            let known = entries
+                .iter()
+                .filter_map(|e| e.1)
+                .try_fold(0u64, u64::checked_add)
+                .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
+            let unknown: Vec<usize> = (0..entries.len())
+                .filter(|&i| entries[i].1.is_none())
+                .collect();
+            let rest = h.nbytes.checked_sub(known).ok_or_else(|| {
+                Error::corrupt(format!(
+                    "chunks hold {known} bytes but the frame declares {}",
+                    h.nbytes
+                ))
+            })?;
+            ensure!(
+                unknown.len() <= 1,
+                unsupported,
+                "{} special chunks in a frame of variable chunk sizes: their sizes are not recorded",
+                unknown.len()
+            );
+            entries.iter().map(|e| e.1.unwrap_or(rest)).collect()
+        }
+    };
+    let mut chunks = Vec::with_capacity(entries.len());
+    let mut uoff = 0u64;
+    for ((loc, _), ulen) in entries.into_iter().zip(sizes) {
         chunks.push(ChunkEntry {
             uoff,
             ulen,
@@ -287,7 +307,6 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
     let offs = frame_offsets(src.as_ref(), &h, h.header_len).map_err(|e| e.in_file(&index_path))?;
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
-    let mut total_c = src.len();
     let chunks = build_chunks(&h, &offs, |_, n| {
         ensure!(
             n <= u32::MAX as u64,
@@ -301,9 +320,6 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         } else {
             Some(chunk_nbytes(s.as_ref(), 0)?)
         };
-        if let Ok(md) = std::fs::metadata(dir.join(format!("{n:08X}.chunk"))) {
-            total_c += md.len();
-        }
         sources.push(s);
         Ok((
             ChunkLoc::Stored {
@@ -314,6 +330,9 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
             nbytes,
         ))
     })?;
+    // On disk: the index file plus the chunk files, whose sizes the header's
+    // cbytes sums (no need to stat thousands of files).
+    let total_c = src.len().saturating_add(h.cbytes);
     let mut info = info_from(&h, "blosc2-sframe", chunks.len() as u64, total_c);
     info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
         log::warn!("sparse frame trailer unreadable ({e}); variable-length metalayers skipped");
