@@ -25,7 +25,11 @@ if [ -n "${CI:-}" ]; then
 fi
 
 echo "== cargo test"
-BLOSCFS_FIXTURES="$PWD/fixtures-full" cargo test --release -- --test-threads=2
+log=$(mktemp)
+BLOSCFS_FIXTURES="$PWD/fixtures-full" cargo test --release --all-targets -- --test-threads=2 2>&1 | tee "$log"
+passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
+rm -f "$log"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
@@ -33,3 +37,4 @@ if [ "$FUZZ_SECONDS" -gt 0 ]; then
     scripts/fuzz.sh "$FUZZ_SECONDS"
 fi
 echo "== all tests passed"
+echo "tests: ${passed} passed, ${failed} failed"

@@ -215,26 +215,43 @@ impl Container {
                 let mut pos = 0usize; // bytes of `out` filled
                 let mut first = true;
                 let mut tmp = Vec::new();
-                nd.for_each_run(e0, e1 - e0, |raw, k| {
-                    let bytes = (k * is) as usize;
-                    let (from, take) = if first {
-                        (skip, (bytes - skip).min(out.len() - pos))
-                    } else {
-                        (0, bytes.min(out.len() - pos))
+                // Runs adjacent in the raw content are merged into one read.
+                let mut pending: Option<(u64, u64)> = None;
+                let mut flush =
+                    |raw: u64, k: u64, pos: &mut usize, first: &mut bool| -> Result<()> {
+                        let bytes = (k * is) as usize;
+                        let (from, take) = if *first {
+                            (skip, (bytes - skip).min(out.len() - *pos))
+                        } else {
+                            (0, bytes.min(out.len() - *pos))
+                        };
+                        *first = false;
+                        if from == 0 {
+                            let got = self.read_raw_at(raw, &mut out[*pos..*pos + take])?;
+                            ensure!(got == take, truncated, "array chunk data is short");
+                        } else {
+                            tmp.resize(from + take, 0);
+                            let got = self.read_raw_at(raw, &mut tmp)?;
+                            ensure!(got == tmp.len(), truncated, "array chunk data is short");
+                            out[*pos..*pos + take].copy_from_slice(&tmp[from..]);
+                        }
+                        *pos += take;
+                        Ok(())
                     };
-                    first = false;
-                    if from == 0 {
-                        let got = self.read_raw_at(raw, &mut out[pos..pos + take])?;
-                        ensure!(got == take, truncated, "array chunk data is short");
-                    } else {
-                        tmp.resize(from + take, 0);
-                        let got = self.read_raw_at(raw, &mut tmp)?;
-                        ensure!(got == tmp.len(), truncated, "array chunk data is short");
-                        out[pos..pos + take].copy_from_slice(&tmp[from..]);
+                nd.for_each_run(e0, e1 - e0, |raw, k| {
+                    match pending {
+                        Some((r, n)) if r + n * is == raw => pending = Some((r, n + k)),
+                        Some((r, n)) => {
+                            flush(r, n, &mut pos, &mut first)?;
+                            pending = Some((raw, k));
+                        }
+                        None => pending = Some((raw, k)),
                     }
-                    pos += take;
                     Ok(())
                 })?;
+                if let Some((r, n)) = pending {
+                    flush(r, n, &mut pos, &mut first)?;
+                }
             }
         }
         Ok(want)

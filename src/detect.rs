@@ -132,7 +132,8 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
             let c = open_source(src.clone(), path, &env)?.ok_or_else(|| {
                 crate::Error::corrupt("container vanished while probing").in_file(path)
             })?;
-            Ok(Some(probe(c.len(), matches!(c.view(), View::Npy { .. }))))
+            let npy = matches!(c.view(), View::Npy { header, .. } if !header.is_empty());
+            Ok(Some(probe(c.len(), npy)))
         }
     }
 }
@@ -221,25 +222,32 @@ pub fn npy_view(info: &Info) -> Option<Result<View>> {
         .map(|(_, v)| v)?;
     Some((|| {
         let m = crate::format::b2nd::parse(meta)?;
-        let itemsize = descr_itemsize(&m.dtype)
-            .or(if m.dtype.is_empty() {
-                Some(info.typesize as u64)
-            } else {
-                None
-            })
-            .ok_or_else(|| {
-                crate::Error::unsupported(format!("dtype {:?} cannot be expressed", m.dtype))
-            })?;
-        let descr = if m.dtype.is_empty() {
-            format!("|V{itemsize}")
+        let expressible = if m.dtype_format == 0 {
+            descr_itemsize(&m.dtype)
         } else {
-            m.dtype.clone()
+            None
+        };
+        let Some(itemsize) = expressible else {
+            // A dtype NumPy's .npy header cannot carry (or not a NumPy dtype):
+            // present the logical array bytes in C order, without a header.
+            let itemsize = info.typesize.max(1) as u64;
+            log::warn!(
+                "array dtype {:?} (format {}) cannot be expressed as .npy; presenting its raw C-order bytes ({itemsize}-byte items)",
+                m.dtype,
+                m.dtype_format
+            );
+            let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
+            return Ok(View::Npy {
+                header: Vec::new(),
+                nd: Some(Box::new(nd)),
+                descr: m.dtype.clone(),
+            });
         };
         let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
         Ok(View::Npy {
-            header: npy_header(&descr, false, &m.shape),
+            header: npy_header(&m.dtype, false, &m.shape),
             nd: Some(Box::new(nd)),
-            descr,
+            descr: m.dtype.clone(),
         })
     })())
 }

@@ -147,7 +147,8 @@ const LISTING_TTL: Duration = Duration::from_secs(1);
 const CONTAINER_CACHE: usize = 256;
 
 enum Handle {
-    Container(Arc<Container>),
+    /// An opened container, the file whose identity it was opened at, and that identity.
+    Container(Arc<Container>, PathBuf, Option<Stamp>),
     Plain(File),
 }
 
@@ -301,21 +302,39 @@ impl Fs {
                 return Ok(l.clone());
             }
         }
-        let mut raw = Vec::new();
+        let mut found = Vec::new();
         for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
             let ent = ent.map_err(|e| errno_of(&e))?;
-            let name = ent.file_name();
-            let p = ent.path();
-            let md = match std::fs::symlink_metadata(&p) {
-                Ok(m) => m,
-                Err(_) => continue,
-            };
-            if !(md.is_file() || md.is_dir() || md.file_type().is_symlink()) {
-                continue; // devices, sockets, fifos are not presented
-            }
-            let what = self.classify(&p, &md);
-            raw.push((name, what, md));
+            found.push((ent.file_name(), ent.path()));
         }
+        // Probing reads the first bytes of every file: on a cold cache that is
+        // I/O-bound, so spread it over a few threads.
+        let workers = found.len().div_ceil(256).clamp(1, 8);
+        let per = found.len().div_ceil(workers).max(1);
+        let mut raw: Vec<(OsString, What, Metadata)> = std::thread::scope(|sc| {
+            let hs: Vec<_> = found
+                .chunks(per)
+                .map(|part| {
+                    sc.spawn(move || {
+                        let mut out = Vec::with_capacity(part.len());
+                        for (name, p) in part {
+                            let Ok(md) = std::fs::symlink_metadata(p) else {
+                                continue;
+                            };
+                            if !(md.is_file() || md.is_dir() || md.file_type().is_symlink()) {
+                                continue; // devices, sockets, fifos are not presented
+                            }
+                            let what = self.classify(p, &md);
+                            out.push((name.clone(), what, md));
+                        }
+                        out
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries = assign_names(raw);
         let by_name = entries
@@ -596,7 +615,14 @@ impl Fs {
             What::Symlink => return Err(libc::ELOOP),
             What::Plain => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
             What::Container(_) => match self.container(ino, &path, &md)? {
-                Some(c) => Handle::Container(c),
+                Some(c) => {
+                    let sp = if md.is_dir() {
+                        path.join("chunks.b2frame")
+                    } else {
+                        path.clone()
+                    };
+                    Handle::Container(c, sp, Self::stamp_of(&path, &md))
+                }
                 None if md.is_dir() => return Err(libc::EISDIR),
                 None => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
             },
@@ -637,7 +663,20 @@ impl Fs {
                 buf.truncate(done);
                 Ok(())
             }
-            Handle::Container(c) => {
+            Handle::Container(c, sp, stamp) => {
+                // A source rewritten or truncated under an open handle: EIO
+                // (reopen to see the new content), never old offsets over new bytes.
+                match std::fs::metadata(sp) {
+                    Ok(m) if Some(Stamp::of(&m)) == *stamp => {}
+                    _ => {
+                        let msg = format!(
+                            "{}: changed while open; reads fail until it is reopened",
+                            sp.display()
+                        );
+                        self.warn_once(&msg, &msg);
+                        return Err(libc::EIO);
+                    }
+                }
                 let len = c.len();
                 if offset >= len {
                     return Ok(());
@@ -673,7 +712,7 @@ impl Fs {
     pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
         let h = self.handle(fh)?;
         let c = match &*h {
-            Handle::Container(c) => c,
+            Handle::Container(c, _, _) => c,
             Handle::Plain(f) => {
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {
@@ -781,6 +820,11 @@ impl Fs {
     }
 
     pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, i32> {
+        // Tools ask for security.* and system.* attributes on every file
+        // (`ls -l`): answer those without opening the container.
+        if !name.as_bytes().starts_with(b"user.blosc") {
+            return Err(libc::ENODATA);
+        }
         self.xattrs(ino)?
             .into_iter()
             .find(|(n, _)| n.as_bytes() == name.as_bytes())

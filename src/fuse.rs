@@ -216,6 +216,21 @@ impl Filesystem for BloscFuse {
         reply.ok();
     }
 
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // Terminal and other device ioctls (isatty from shells) do not apply.
+        reply.error(Errno::ENOTTY);
+    }
+
     fn access(&self, _req: &Request, _ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         if mask.contains(AccessFlags::W_OK) {
             reply.error(Errno::EROFS)

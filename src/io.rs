@@ -137,8 +137,11 @@ impl LazyFileSource {
 }
 
 impl Source for LazyFileSource {
+    /// The file's length; if it cannot be opened, `u64::MAX`, so that
+    /// length checks pass and the read itself reports the open error (with
+    /// the file's name) instead of a misleading "source has 0 bytes".
     fn len(&self) -> u64 {
-        self.get().map(|f| f.len()).unwrap_or(0)
+        self.get().map(|f| f.len()).unwrap_or(u64::MAX)
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.get()?.read_exact_at(offset, buf)

@@ -192,6 +192,8 @@ enum Sink {
 
 impl log::Log for Logger {
     fn enabled(&self, m: &log::Metadata) -> bool {
+        // Other crates (fuser) only for errors: their warnings are about
+        // requests we deliberately leave to the kernel's defaults.
         m.level() <= self.level
             && (m.target().starts_with("bloscfs")
                 || m.level() <= log::Level::Error

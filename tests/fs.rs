@@ -224,6 +224,29 @@ fn a_source_truncated_while_open_gives_eio_not_a_crash() {
     );
 }
 
+#[test]
+fn a_source_rewritten_in_place_while_open_is_eio_then_fresh() {
+    let (d, fs) = tree();
+    let a = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 8).unwrap(), vec![0u8; 8]);
+    // Rewrite the same file (same inode) with the NaN frame's bytes.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(
+        d.path().join("zeros.b2"),
+        std::fs::read(fixture("frame/special-nan.b2frame")).unwrap(),
+    )
+    .unwrap();
+    // The open handle never serves old offsets over new bytes.
+    assert_eq!(fs.read(fh, 0, 8).unwrap_err(), libc::EIO);
+    fs.release(fh);
+    let a2 = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (fh, keep) = fs.open(a2.ino, false).unwrap();
+    assert!(!keep, "the kernel must drop its cached pages");
+    let v = fs.read(fh, 0, 8).unwrap();
+    assert!(f64::from_le_bytes(v.try_into().unwrap()).is_nan());
+}
+
 /// A Blosc2 chunk of 800,000 zero bytes as python-blosc2 writes it (32-byte
 /// header, special "zeros" flag): a stored chunk whose layout is all zeros.
 const ZERO_CHUNK: &str = "0501850800350c00000008002000000000000000000105000000000000000010";

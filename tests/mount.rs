@@ -99,6 +99,7 @@ impl Mount {
             &fixture("frame/special-zero.b2frame"),
             &src.join("zeros.b2frame"),
         );
+        copy(&fixture("b2nd"), &src.join("arrays"));
         std::fs::write(src.join("notes.txt"), b"plain text\n").unwrap();
         Mount { dir, child: None }
     }
@@ -148,6 +149,7 @@ fn unmodified_tools_read_exact_bytes() {
     assert_eq!(
         names,
         [
+            "arrays",
             "delta",
             "fortran.npy",
             "grid.npy",
@@ -306,7 +308,16 @@ fn numpy_opens_the_arrays() {
         mp = mp.display(),
         src = m.src().display()
     );
-    let o = Command::new(py).arg("-c").arg(script).output().unwrap();
+    let o = Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Every b2nd fixture (0-8 dims, all dtypes): whole, mmap, random N-d slices.
+    let check = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/numpy_check.py");
+    let o = Command::new(&py)
+        .arg(check)
+        .arg(&mp)
+        .arg(m.src())
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 

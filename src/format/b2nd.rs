@@ -66,3 +66,40 @@ pub fn parse(meta: &[u8]) -> Result<B2nd> {
         dtype,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::frame::parse_header;
+
+    const ARRAY: &[u8] = include_bytes!("../../tests/data/frame/b2nd-3d.b2nd");
+
+    fn meta() -> Vec<u8> {
+        let h = parse_header(ARRAY).unwrap();
+        h.metalayers.into_iter().find(|m| m.0 == "b2nd").unwrap().1
+    }
+
+    #[test]
+    fn parses_python_blosc2_metalayer() {
+        let m = parse(&meta()).unwrap();
+        assert_eq!(m.shape, [7, 11, 5]);
+        assert_eq!(m.chunkshape, [4, 6, 3]);
+        assert_eq!(m.blockshape, [2, 3, 2]);
+        assert_eq!((m.dtype_format, m.dtype.as_str()), (0, "<i2"));
+    }
+
+    #[test]
+    fn truncated_or_odd_metalayers_are_errors() {
+        let m = meta();
+        for n in 0..m.len() {
+            // Only the trailing optional dtype fields may be cut without error.
+            if let Ok(b) = parse(&m[..n]) {
+                assert_eq!(b.shape, [7, 11, 5]);
+            }
+        }
+        assert!(parse(&[0x97, 0, 17, 0x90, 0x90, 0x90, 0, 0xa0]).is_err()); // ndim 17
+        assert!(parse(&[0x95, 0, 1, 0x91, 0xff, 0x91, 1, 0x91, 1]).is_err()); // shape -1
+        assert!(parse(&[0x95, 0, 2, 0x91, 1, 0x91, 1, 0x91, 1]).is_err()); // ndim 2, 1 dim
+        assert!(parse(&[0xc0]).is_err());
+    }
+}

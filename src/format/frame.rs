@@ -142,6 +142,7 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     let with_blocksize = n >= 14;
     let mut i = 6;
     let typesize = nonneg(&vals[i], "typesize", 255 * 1024)? as u32;
+    ensure!(typesize > 0, corrupt, "frame header: typesize is 0");
     i += 1;
     let blocksize = if with_blocksize {
         i += 1;
@@ -154,33 +155,28 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     i += 3; // chunksize, tcomp, tdecomp
     let has_vl = matches!(vals.get(i), Some(Val::Bool(true)));
     i += 1;
+    // fixext 16: the ext type is the number of filters; bytes 0..8 the filter
+    // ids, 6 the user codec, 7 the codec meta, 8..16 the filters' meta.
     let mut filters = Vec::new();
     let mut filters_meta = Vec::new();
-    if let Some(Val::Ext(_, d)) = vals.get(i) {
-        let k = d.len() / 2;
-        filters = d[..k].to_vec();
-        filters_meta = d[k..].to_vec();
+    let mut udcodec = 0;
+    if let Some(Val::Ext(nf, d)) = vals.get(i) {
+        ensure!(
+            d.len() == 16 && (0..=6).contains(nf),
+            corrupt,
+            "frame header: bad filter pipeline ({nf} filters in {} bytes)",
+            d.len()
+        );
+        let nf = *nf as usize;
+        filters = d[..nf].to_vec();
+        filters_meta = d[8..8 + nf].to_vec();
+        udcodec = d[6];
         i += 1;
     }
     let mut metalayers = Vec::new();
     if let Some(Val::Array(parts)) = vals.get(i) {
         if let Some(Val::Map(entries)) = parts.get(1) {
-            for (k, v) in entries {
-                let name = k
-                    .as_str()
-                    .ok_or_else(|| Error::corrupt("frame header: metalayer name is not a string"))?
-                    .to_string();
-                let off = nonneg(v, "metalayer offset", header_len)? as usize;
-                let value = match Reader::at(hbuf, off).read()? {
-                    Val::Bin(b) => b.to_vec(),
-                    _ => {
-                        return Err(Error::corrupt(format!(
-                            "metalayer {name}: value is not binary"
-                        )))
-                    }
-                };
-                metalayers.push((name, value));
-            }
+            metalayers = named_values(entries, hbuf, "metalayer")?;
         }
     }
     let h = FrameHeader {
@@ -189,7 +185,11 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         version: general & 0x0f,
         variable_chunks: general & 0x40 != 0,
         frame_type,
-        codec: codec_flags & 0x0f,
+        // 6 (user-defined codec format): the id is in the pipeline's byte 6.
+        codec: match codec_flags & 0x0f {
+            6 => udcodec,
+            c => c,
+        },
         clevel: codec_flags >> 4,
         nbytes: nonneg(&vals[4], "uncompressed size", i64::MAX as u64)?,
         cbytes: nonneg(&vals[5], "compressed size", i64::MAX as u64)?,
@@ -208,6 +208,30 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         h.frame_type
     );
     Ok(h)
+}
+
+impl FrameHeader {
+    /// Fixed chunk size, if the frame has one (not variable, and set).
+    pub fn fixed_chunksize(&self) -> Option<u64> {
+        (!self.variable_chunks && self.chunksize > 0).then_some(self.chunksize as u64)
+    }
+    /// The number of chunks a fixed-chunk-size frame must hold
+    /// (`ceil(nbytes / chunksize)`, as C-Blosc2 computes it), if fixed.
+    pub fn fixed_nchunks(&self) -> Option<u64> {
+        self.fixed_chunksize().map(|c| self.nbytes.div_ceil(c))
+    }
+}
+
+/// The uncompressed size a frame declares, from its first 38 bytes (the
+/// fixed-position int64 after the flags), without parsing the rest.
+pub fn declared_nbytes(head: &[u8]) -> Option<u64> {
+    prefix(head).ok()?;
+    let b = head.get(24..38)?;
+    if b[0] != 0xa4 || b[5] != 0xd3 {
+        return None;
+    }
+    let n = i64::from_be_bytes(b[6..14].try_into().ok()?);
+    u64::try_from(n).ok()
 }
 
 /// Codec name for a library codec id (as stored in frame headers).
@@ -250,28 +274,33 @@ pub fn parse_trailer(tr: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     r.pos = 1;
     let _version = r.read()?;
     let mut out = Vec::new();
-    let start = r.pos;
     if let Val::Array(parts) = r.read()? {
         if let Some(Val::Map(entries)) = parts.get(1) {
-            for (k, v) in entries {
-                let name = k
-                    .as_str()
-                    .ok_or_else(|| Error::corrupt("vlmetalayer name is not a string"))?
-                    .to_string();
-                let off = nonneg(v, "vlmetalayer offset", tr.len() as u64)? as usize;
-                let value = match Reader::at(tr, off).read()? {
-                    Val::Bin(b) => b.to_vec(),
-                    _ => {
-                        return Err(Error::corrupt(format!(
-                            "vlmetalayer {name}: value is not binary"
-                        )))
-                    }
-                };
-                out.push((name, value));
-            }
+            out = named_values(entries, tr, "vlmetalayer")?;
         }
     }
-    let _ = start;
+    Ok(out)
+}
+
+/// A (vl)metalayer map: names to offsets (into `buf`) of msgpack bin values.
+fn named_values(entries: &[(Val, Val)], buf: &[u8], what: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        let name = k
+            .as_str()
+            .ok_or_else(|| Error::corrupt(format!("{what} name is not a string")))?
+            .to_string();
+        let off = nonneg(v, &format!("{what} offset"), buf.len() as u64)? as usize;
+        let value = match Reader::at(buf, off).read()? {
+            Val::Bin(b) => b.to_vec(),
+            _ => {
+                return Err(Error::corrupt(format!(
+                    "{what} {name}: value is not binary"
+                )))
+            }
+        };
+        out.push((name, value));
+    }
     Ok(out)
 }
 
@@ -287,14 +316,19 @@ pub fn decode_offset(v: i64) -> Result<Offset> {
     if v >= 0 {
         return Ok(Offset::At(v as u64));
     }
+    // As C-Blosc2's frame_special_chunk: bits of the top byte, tested in
+    // this order (zeros, then uninitialised, then NaN).
     let top = ((v as u64) >> 56) as u8;
-    match top & 0x7f {
-        1 => Ok(Offset::Special(Special::Zeros)),
-        2 => Ok(Offset::Special(Special::Nan)),
-        4 => Ok(Offset::Special(Special::Uninit)),
-        k => Err(Error::corrupt(format!(
-            "chunk offset {v:#x}: unknown special kind {k}"
-        ))),
+    if top & 0x01 != 0 {
+        Ok(Offset::Special(Special::Zeros))
+    } else if top & 0x04 != 0 {
+        Ok(Offset::Special(Special::Uninit))
+    } else if top & 0x02 != 0 {
+        Ok(Offset::Special(Special::Nan))
+    } else {
+        Err(Error::corrupt(format!(
+            "chunk offset {v:#x}: negative but no special-value kind"
+        )))
     }
 }
 
@@ -310,4 +344,78 @@ pub fn offsets(decoded: &[u8]) -> Result<Vec<Offset>> {
         .chunks_exact(8)
         .map(|c| decode_offset(i64::from_le_bytes(c.try_into().unwrap())))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Written by python-blosc2 (scripts/gen_frame_fixtures.py): metalayers
+    // "dims" and "origin", vlmetalayers "note" and "list", lz4 + shuffle.
+    const FRAME: &[u8] = include_bytes!("../../tests/data/frame/fixed-lz4.b2frame");
+
+    #[test]
+    fn header_fields() {
+        let h = parse_header(FRAME).unwrap();
+        assert_eq!((h.version, h.frame_type, h.variable_chunks), (2, 0, false));
+        assert_eq!((h.codec, h.typesize, h.chunksize), (1, 4, 4000));
+        assert_eq!(h.nbytes, 10_000);
+        assert_eq!(h.frame_len, FRAME.len() as u64);
+        assert_eq!(h.filters, [1, 0, 0, 0, 0, 0]); // python-blosc2 fills slots from 0
+        assert_eq!(h.fixed_nchunks(), Some(3));
+        let names: Vec<_> = h.metalayers.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(names, ["origin", "dims"]);
+        assert!(h.has_vlmetalayers);
+        assert_eq!(declared_nbytes(&FRAME[..38]), Some(10_000));
+        assert_eq!(declared_nbytes(&FRAME[..37]), None);
+    }
+
+    #[test]
+    fn truncated_header_at_every_length_is_an_error() {
+        let hl = prefix(FRAME).unwrap().0 as usize;
+        for n in 0..hl {
+            assert!(parse_header(&FRAME[..n]).is_err(), "cut at {n}");
+        }
+    }
+
+    #[test]
+    fn trailer() {
+        let tl = trailer_len(FRAME).unwrap() as usize;
+        let vl = parse_trailer(&FRAME[FRAME.len() - tl..]).unwrap();
+        let names: Vec<_> = vl.iter().map(|m| m.0.as_str()).collect();
+        assert_eq!(names, ["note", "list"]);
+        for n in 0..tl {
+            let _ = parse_trailer(&FRAME[FRAME.len() - tl..FRAME.len() - tl + n]);
+        }
+        assert!(trailer_len(&FRAME[..10]).is_err());
+        assert!(trailer_len(&[0u8; 23]).is_err());
+    }
+
+    #[test]
+    fn special_offsets_follow_c_blosc2() {
+        let top = |b: u8| i64::from_be_bytes([b, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(decode_offset(7).unwrap(), Offset::At(7));
+        assert_eq!(
+            decode_offset(top(0x81)).unwrap(),
+            Offset::Special(Special::Zeros)
+        );
+        assert_eq!(
+            decode_offset(top(0x82)).unwrap(),
+            Offset::Special(Special::Nan)
+        );
+        assert_eq!(
+            decode_offset(top(0x84)).unwrap(),
+            Offset::Special(Special::Uninit)
+        );
+        // Bit tests, zeros first, as frame_special_chunk does.
+        assert_eq!(
+            decode_offset(top(0x83)).unwrap(),
+            Offset::Special(Special::Zeros)
+        );
+        assert_eq!(decode_offset(-1).unwrap(), Offset::Special(Special::Zeros));
+        assert!(decode_offset(i64::MIN).is_err());
+        assert!(decode_offset(top(0x88)).is_err());
+        assert!(offsets(&[0u8; 12]).is_err());
+        assert_eq!(offsets(&[]).unwrap(), []);
+    }
 }

@@ -11,22 +11,17 @@ use crate::io::{read_vec, FileSource, LazyFileSource, Source};
 use std::path::Path;
 use std::sync::Arc;
 
-/// More chunks than this in one frame is refused (8 bytes of index each).
-pub const MAX_CHUNKS: u64 = 1 << 27;
+/// More chunks than this in one frame is refused: the chunk table costs
+/// about 64 bytes a chunk in memory (a 1 TiB frame of 64 KiB chunks fits).
+pub const MAX_CHUNKS: u64 = 1 << 24;
 /// Metalayer values larger than this are not decoded.
 const MAX_VLMETA: u64 = 64 << 20;
 
-/// The uncompressed size a frame's first bytes declare.
+/// Is `head` (a file's first bytes, 38 or more) a Blosc2 frame? Its
+/// declared uncompressed size if so. Only fixed-position fields are read,
+/// so a header longer than `head` (big metalayers) still probes.
 pub fn probe(head: &[u8]) -> Option<u64> {
-    let (hl, _) = frame::prefix(head).ok()?;
-    let h = frame::parse_header(head).ok();
-    match h {
-        Some(h) => Some(h.nbytes),
-        None => {
-            let _ = hl;
-            None
-        }
-    }
+    frame::declared_nbytes(head)
 }
 
 pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
@@ -37,34 +32,59 @@ pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
     frame::parse_header(&buf)
 }
 
-/// Read and decode the offsets chunk at `at`, expecting `nchunks` entries
-/// when known.
-fn read_offsets(src: &dyn Source, at: u64) -> Result<Vec<Offset>> {
+/// Read and decode the offsets chunk at `at`. With `expect` (fixed chunk
+/// size), the chunk must hold exactly that many entries: checked on its
+/// header, before anything is decoded.
+fn read_offsets(src: &dyn Source, at: u64, expect: Option<u64>) -> Result<Vec<Offset>> {
+    let ctx = |e: Error| Error {
+        reason: format!("offsets index: {}", e.reason),
+        ..e
+    };
     let head = read_vec(
         src,
         at,
         (EXTENDED_HEADER_LEN as u64).min(src.len().saturating_sub(at)),
     )
-    .map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
-    let h = ChunkHeader::parse(&head).map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
+    .map_err(ctx)?;
+    let h = ChunkHeader::parse(&head).map_err(ctx)?;
+    let n = h.nbytes as u64 / 8;
     ensure!(
-        (h.nbytes as u64) / 8 <= MAX_CHUNKS,
+        h.nbytes % 8 == 0,
         corrupt,
-        "offsets index declares {} chunks, more than {MAX_CHUNKS}",
-        h.nbytes / 8
+        "offsets index of {} bytes is not whole int64s",
+        h.nbytes
     );
-    let chunk = read_vec(src, at, h.cbytes as u64)?;
-    let decoded = decompress_chunk(&chunk).map_err(|e| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    })?;
+    ensure!(
+        n <= MAX_CHUNKS,
+        corrupt,
+        "offsets index declares {n} chunks, more than {MAX_CHUNKS}"
+    );
+    if let Some(e) = expect {
+        ensure!(
+            n == e,
+            corrupt,
+            "offsets index holds {n} entries but the frame's size needs {e} chunks"
+        );
+    }
+    let chunk = read_vec(src, at, h.cbytes as u64).map_err(ctx)?;
+    let decoded = decompress_chunk(&chunk).map_err(ctx)?;
+    ensure!(
+        decoded.len() as u64 == n * 8,
+        corrupt,
+        "offsets index decoded to {} bytes, its header says {}",
+        decoded.len(),
+        h.nbytes
+    );
     frame::offsets(&decoded)
+}
+
+/// The frame's offsets, or none for an empty frame (C-Blosc2 writes no
+/// offsets chunk while nbytes is 0).
+fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64) -> Result<Vec<Offset>> {
+    if h.nbytes == 0 {
+        return Ok(Vec::new());
+    }
+    read_offsets(src, at, h.fixed_nchunks())
 }
 
 fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
@@ -96,22 +116,23 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
     }
 }
 
-/// Chunk table entries from offsets. `stored(i, n)` gives the location and
-/// cbytes bound of the stored chunk with index entry `n`.
+/// Chunk table entries from offsets. `stored(i, n)` gives the location of
+/// the stored chunk with index entry `n` and, in a frame of variable chunk
+/// sizes, its uncompressed size (from its header).
+///
+/// A special offset carries no size. With a fixed chunk size that is the
+/// chunk size (the last chunk short); with variable sizes C-Blosc2 cannot
+/// reopen such a frame at all (it divides by the chunk size 0), so we take
+/// what the frame's nbytes leaves for it when it is the only special chunk,
+/// and give a clear error otherwise.
 fn build_chunks(
     h: &FrameHeader,
     offs: &[Offset],
     mut stored: impl FnMut(usize, u64) -> Result<(ChunkLoc, Option<u64>)>,
 ) -> Result<Vec<ChunkEntry>> {
-    let mut chunks = Vec::with_capacity(offs.len());
-    let mut uoff = 0u64;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
+    let mut entries = Vec::with_capacity(offs.len());
     for (i, o) in offs.iter().enumerate() {
-        let remaining = h
-            .nbytes
-            .checked_sub(uoff)
-            .ok_or_else(|| Error::corrupt("chunks exceed the frame's size"))?;
-        let (loc, nbytes) = match *o {
+        entries.push(match *o {
             Offset::At(n) => stored(i, n).map_err(|e| e.in_chunk(i as u64))?,
             Offset::Special(kind) => (
                 ChunkLoc::Special {
@@ -121,27 +142,48 @@ fn build_chunks(
                 },
                 None,
             ),
-        };
-        let ulen = if fixed {
-            (h.chunksize as u64).min(remaining)
-        } else {
-            match nbytes {
-                Some(n) => n,
-                None => {
-                    return Err(Error::unsupported(
-                        "special chunk in a frame of variable chunk sizes has no known size",
-                    )
-                    .in_chunk(i as u64))
-                }
-            }
-        };
+        });
+    }
+    let sizes: Vec<u64> = match h.fixed_chunksize() {
+        Some(cs) => (0..offs.len() as u64)
+            .map(|i| cs.min(h.nbytes.saturating_sub(i.saturating_mul(cs))))
+            .collect(),
+        None => {
+            let known = entries
+                .iter()
+                .filter_map(|e| e.1)
+                .try_fold(0u64, u64::checked_add)
+                .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
+            let unknown: Vec<usize> = (0..entries.len())
+                .filter(|&i| entries[i].1.is_none())
+                .collect();
+            let rest = h.nbytes.checked_sub(known).ok_or_else(|| {
+                Error::corrupt(format!(
+                    "chunks hold {known} bytes but the frame declares {}",
+                    h.nbytes
+                ))
+            })?;
+            ensure!(
+                unknown.len() <= 1,
+                unsupported,
+                "{} special chunks in a frame of variable chunk sizes: their sizes are not recorded",
+                unknown.len()
+            );
+            entries.iter().map(|e| e.1.unwrap_or(rest)).collect()
+        }
+    };
+    let mut chunks = Vec::with_capacity(entries.len());
+    let mut uoff = 0u64;
+    for ((loc, _), ulen) in entries.into_iter().zip(sizes) {
         chunks.push(ChunkEntry {
             uoff,
             ulen,
             loc,
             checksum: None,
         });
-        uoff += ulen;
+        uoff = uoff
+            .checked_add(ulen)
+            .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
     }
     Ok(chunks)
 }
@@ -203,19 +245,8 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                 src.len()
             ))
         })?;
-    let offs = read_offsets(src.as_ref(), data_end)?;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
-    if fixed {
-        let expect = h.nbytes.div_ceil(h.chunksize as u64);
-        ensure!(
-            offs.len() as u64 == expect,
-            corrupt,
-            "frame holds {} chunk offsets but {} bytes in chunks of {} need {expect}",
-            offs.len(),
-            h.nbytes,
-            h.chunksize
-        );
-    }
+    let offs = frame_offsets(src.as_ref(), &h, data_end)?;
+    let fixed = h.fixed_chunksize().is_some();
     let srcr = src.as_ref();
     let chunks = build_chunks(&h, &offs, |_, o| {
         let at = h
@@ -247,11 +278,13 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
         Vec::new()
     });
-    Ok(Index {
+    let index = Index {
         sources: vec![src],
         chunks,
         info,
-    })
+    };
+    index.validate()?;
+    Ok(index)
 }
 
 /// Is `dir` a sparse frame (a directory holding `chunks.b2frame`)?
@@ -271,10 +304,9 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         "chunks.b2frame is not a sparse-frame index (frame type {})",
         h.frame_type
     );
-    let offs = read_offsets(src.as_ref(), h.header_len).map_err(|e| e.in_file(&index_path))?;
-    let fixed = !h.variable_chunks && h.chunksize > 0;
+    let offs = frame_offsets(src.as_ref(), &h, h.header_len).map_err(|e| e.in_file(&index_path))?;
+    let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
-    let mut total_c = src.len();
     let chunks = build_chunks(&h, &offs, |_, n| {
         ensure!(
             n <= u32::MAX as u64,
@@ -288,9 +320,6 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         } else {
             Some(chunk_nbytes(s.as_ref(), 0)?)
         };
-        if let Ok(md) = std::fs::metadata(dir.join(format!("{n:08X}.chunk"))) {
-            total_c += md.len();
-        }
         sources.push(s);
         Ok((
             ChunkLoc::Stored {
@@ -301,11 +330,19 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
             nbytes,
         ))
     })?;
+    // On disk: the index file plus the chunk files, whose sizes the header's
+    // cbytes sums (no need to stat thousands of files).
+    let total_c = src.len().saturating_add(h.cbytes);
     let mut info = info_from(&h, "blosc2-sframe", chunks.len() as u64, total_c);
-    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_default();
-    Ok(Index {
+    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
+        log::warn!("sparse frame trailer unreadable ({e}); variable-length metalayers skipped");
+        Vec::new()
+    });
+    let index = Index {
         sources,
         chunks,
         info,
-    })
+    };
+    index.validate()?;
+    Ok(index)
 }
