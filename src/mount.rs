@@ -514,6 +514,9 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         fs: fs.clone(),
         debug: m.debug,
     };
+    // Catch signals before mounting: one arriving while the mount is set up
+    // is kept and handled (unmount) instead of killing us over a live mount.
+    let signals = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
     let mut session = match fuser::Session::new(adapter, &m.mountpoint, &fuse_config(m)) {
         Ok(s) => s,
         Err(e) => {
@@ -534,7 +537,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
     // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
     let mut unmounter = session.unmount_callable();
     let mp = m.mountpoint.clone();
-    match signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP]) {
+    match signals {
         Ok(mut signals) => {
             std::thread::spawn(move || {
                 if let Some(sig) = signals.forever().next() {
