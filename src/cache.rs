@@ -53,6 +53,20 @@ impl BlockCache {
         self.shard(key).lock().lru.get(key).cloned()
     }
 
+    /// Is `key` cached? (Does not count as a use.)
+    pub fn contains(&self, key: &BlockKey) -> bool {
+        self.shard(key).lock().lru.contains(key)
+    }
+
+    /// Drop one block (a reader consumed it whole: the page cache has it now).
+    pub fn remove(&self, key: &BlockKey) {
+        let mut s = self.shard(key).lock();
+        if let Some(v) = s.lru.pop(key) {
+            s.bytes -= v.len();
+            self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
+        }
+    }
+
     /// Insert a block; blocks larger than a shard's budget are not kept.
     pub fn insert(&self, key: BlockKey, block: Arc<[u8]>) {
         let size = block.len();

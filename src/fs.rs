@@ -65,6 +65,8 @@ pub struct Attr {
 pub struct FsOptions {
     pub cache_size: u64,
     pub verify_checksums: bool,
+    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
+    pub decode_ahead: u64,
 }
 
 impl Default for FsOptions {
@@ -72,6 +74,7 @@ impl Default for FsOptions {
         FsOptions {
             cache_size: 256 << 20,
             verify_checksums: true,
+            decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
         }
     }
 }
@@ -189,8 +192,13 @@ impl Fs {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        let mut env = Env::new(opts.cache_size);
+        let mut env = if opts.decode_ahead > 0 {
+            Env::new(opts.cache_size)
+        } else {
+            Env::with_workers(opts.cache_size, 0)
+        };
         env.verify_checksums = opts.verify_checksums;
+        env.decode_ahead = opts.decode_ahead;
         let mut nodes = HashMap::new();
         nodes.insert(
             ROOT_INO,

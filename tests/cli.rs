@@ -107,7 +107,7 @@ fn mount_options_parse_like_fstab_gives_them() {
         "/src",
         "/mnt",
         "-o",
-        "ro,dev,suid,noauto,_netdev,cache_size=1G,threads=3,noverify",
+        "ro,dev,suid,noauto,_netdev,cache_size=1G,threads=3,noverify,decode_ahead=8M",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -115,6 +115,7 @@ fn mount_options_parse_like_fstab_gives_them() {
     let m = parse(&a).unwrap().unwrap();
     assert_eq!(m.cache_size, 1 << 30);
     assert_eq!(m.threads, 3);
+    assert_eq!(m.decode_ahead, 8 << 20);
     assert!(!m.verify && !m.foreground && !m.allow_other && !m.default_permissions);
     let a: Vec<String> = ["-f", "-o", "allow_other", "/src", "/mnt"]
         .iter()
@@ -125,7 +126,12 @@ fn mount_options_parse_like_fstab_gives_them() {
         m.allow_other && m.default_permissions,
         "allow_other brings default_permissions"
     );
-    for bad in ["cache_size=lots", "threads=0", "frobnicate"] {
+    for bad in [
+        "cache_size=lots",
+        "threads=0",
+        "decode_ahead=far",
+        "frobnicate",
+    ] {
         let a: Vec<String> = ["-o", bad, "/src", "/mnt"]
             .iter()
             .map(|s| s.to_string())
