@@ -10,7 +10,7 @@
 //! block context (errors surface in exactly one place, the read that needs
 //! the bytes).
 
-use crate::cache::BlockKey;
+use crate::cache::{Block, BlockKey};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
@@ -22,7 +22,7 @@ const QUEUE: usize = 256;
 enum State {
     Queued,
     Running,
-    Done(Option<Arc<[u8]>>),
+    Done(Option<Block>),
 }
 
 /// One block handed to the pool.
@@ -36,15 +36,19 @@ pub enum Claim {
     /// It was still queued: the reader decodes it now, then calls `Ahead::finish`.
     Mine,
     /// Decoded by someone else (`None`: that failed, decode it yourself).
-    Done(Option<Arc<[u8]>>),
+    Done(Option<Block>),
 }
 
-type Work = Box<dyn FnOnce() -> Option<Arc<[u8]>> + Send>;
+type Work = Box<dyn FnOnce() -> Option<Block> + Send>;
 
-struct Job {
-    key: BlockKey,
-    slot: Arc<Slot>,
-    work: Work,
+enum Job {
+    Block {
+        key: BlockKey,
+        slot: Arc<Slot>,
+        work: Work,
+    },
+    /// Anything else worth doing off the read path.
+    Task(Box<dyn FnOnce() + Send>),
 }
 
 type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
@@ -110,7 +114,7 @@ impl Ahead {
             }
             t.insert(key, slot.clone());
         }
-        let job = Job {
+        let job = Job::Block {
             key,
             slot: slot.clone(),
             work,
@@ -122,6 +126,12 @@ impl Ahead {
                 false
             }
         }
+    }
+
+    /// Run `task` on the pool when a worker is free; false if the pool is
+    /// off or its queue is full (the task is dropped).
+    pub fn spawn(&self, task: Box<dyn FnOnce() + Send>) -> bool {
+        self.enabled() && self.sender().lock().try_send(Job::Task(task)).is_ok()
     }
 
     /// Claim a queued block or wait for a running one.
@@ -141,7 +151,7 @@ impl Ahead {
 
     /// A reader finished a block it claimed: `v` is the block if it kept
     /// it, `None` if it decoded it straight where it needed it (or failed).
-    pub fn finish(&self, key: BlockKey, slot: &Arc<Slot>, v: Option<Arc<[u8]>>) {
+    pub fn finish(&self, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
         finish(&self.table, key, slot, v)
     }
 
@@ -151,7 +161,7 @@ impl Ahead {
     }
 }
 
-fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Arc<[u8]>>) {
+fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
     *slot.state.lock() = State::Done(v);
     slot.cv.notify_all();
     let mut t = table.lock();
@@ -169,16 +179,23 @@ fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
                 Err(_) => return, // the pool was dropped
             }
         };
+        let (key, slot, work) = match job {
+            Job::Block { key, slot, work } => (key, slot, work),
+            Job::Task(task) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                continue;
+            }
+        };
         {
-            let mut s = job.slot.state.lock();
+            let mut s = slot.state.lock();
             if !matches!(*s, State::Queued) {
                 continue; // a reader claimed it
             }
             *s = State::Running;
         }
         // A panic in a decoder must not leave readers waiting forever.
-        let v = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job.work)).unwrap_or(None);
-        finish(table, job.key, &job.slot, v);
+        let v = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(None);
+        finish(table, key, &slot, v);
     }
 }
 
@@ -187,8 +204,8 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn block(n: u8) -> Option<Arc<[u8]>> {
-        Some(Arc::from(vec![n; 4]))
+    fn block(n: u8) -> Option<Block> {
+        Some(Arc::new(vec![n; 4]))
     }
 
     #[test]

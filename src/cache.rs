@@ -9,10 +9,19 @@ use std::sync::Arc;
 /// (container id, chunk number, block number)
 pub type BlockKey = (u64, u64, u32);
 
+/// A decoded block. A `Vec` behind the `Arc` (not `Arc<[u8]>`) so that a
+/// block goes into the cache without a copy and comes back out of it, when
+/// evicted or consumed, as a buffer to decode the next block into.
+pub type Block = Arc<Vec<u8>>;
+
+/// Spare buffers kept for reuse, at most.
+const SPARES: usize = 4;
+const SPARE_BYTES: usize = 16 << 20;
+
 const SHARDS: usize = 8;
 
 struct Shard {
-    lru: LruCache<BlockKey, Arc<[u8]>>,
+    lru: LruCache<BlockKey, Block>,
     bytes: usize,
 }
 
@@ -20,6 +29,9 @@ pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     shard_budget: usize,
     bytes: AtomicU64,
+    /// Buffers of evicted or consumed blocks (their pages are mapped
+    /// already: decoding into fresh memory costs a page fault per 4 KiB).
+    spares: Mutex<Vec<Vec<u8>>>,
 }
 
 impl BlockCache {
@@ -37,6 +49,7 @@ impl BlockCache {
                 .collect(),
             shard_budget,
             bytes: AtomicU64::new(0),
+            spares: Mutex::new(Vec::new()),
         }
     }
 
@@ -49,7 +62,7 @@ impl BlockCache {
         &self.shards[(h >> 32) as usize % SHARDS]
     }
 
-    pub fn get(&self, key: &BlockKey) -> Option<Arc<[u8]>> {
+    pub fn get(&self, key: &BlockKey) -> Option<Block> {
         self.shard(key).lock().lru.get(key).cloned()
     }
 
@@ -60,24 +73,68 @@ impl BlockCache {
 
     /// Drop one block (a reader consumed it whole: the page cache has it now).
     pub fn remove(&self, key: &BlockKey) {
-        let mut s = self.shard(key).lock();
-        if let Some(v) = s.lru.pop(key) {
-            s.bytes -= v.len();
+        let v = {
+            let mut s = self.shard(key).lock();
+            let v = s.lru.pop(key);
+            if let Some(v) = &v {
+                s.bytes -= v.len();
+            }
+            v
+        };
+        if let Some(v) = v {
             self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
+            self.recycle(v);
         }
     }
 
+    /// Keep the buffer of a block nobody else holds for reuse.
+    pub fn recycle(&self, b: Block) {
+        if let Ok(v) = Arc::try_unwrap(b) {
+            self.put_spare(v);
+        }
+    }
+
+    /// Add a spare buffer (dropped if the spare list is full).
+    pub fn put_spare(&self, v: Vec<u8>) {
+        let mut sp = self.spares.lock();
+        let held: usize = sp.iter().map(|b| b.len()).sum();
+        if sp.len() < SPARES && held + v.len() <= SPARE_BYTES {
+            sp.push(v);
+        }
+    }
+
+    /// A buffer of `len` bytes for decoding into: a spare of about that size
+    /// if there is one (its old contents are overwritten by the decoder), or
+    /// a new one. Also says how many spares of that size are left.
+    pub fn buffer(&self, len: usize) -> (Vec<u8>, usize) {
+        let fits = |b: &Vec<u8>| b.len() >= len && b.len() <= len.saturating_mul(2);
+        let mut sp = self.spares.lock();
+        let v = match sp.iter().position(fits) {
+            Some(i) => {
+                let mut v = sp.swap_remove(i);
+                v.truncate(len);
+                Some(v)
+            }
+            None => None,
+        };
+        let left = sp.iter().filter(|b| fits(b)).count();
+        drop(sp);
+        (v.unwrap_or_else(|| vec![0u8; len]), left)
+    }
+
     /// Insert a block; blocks larger than a shard's budget are not kept.
-    pub fn insert(&self, key: BlockKey, block: Arc<[u8]>) {
+    pub fn insert(&self, key: BlockKey, block: Block) {
         let size = block.len();
         if size > self.shard_budget {
             return;
         }
         let mut freed = 0usize;
+        let mut evicted = Vec::new();
         {
             let mut s = self.shard(&key).lock();
             if let Some(old) = s.lru.put(key, block) {
                 freed += old.len();
+                evicted.push(old);
             }
             s.bytes = s.bytes + size - freed;
             while s.bytes > self.shard_budget {
@@ -85,6 +142,7 @@ impl BlockCache {
                     Some((_, v)) => {
                         s.bytes -= v.len();
                         freed += v.len();
+                        evicted.push(v);
                     }
                     None => break,
                 }
@@ -92,6 +150,9 @@ impl BlockCache {
         }
         self.bytes.fetch_add(size as u64, Ordering::Relaxed);
         self.bytes.fetch_sub(freed as u64, Ordering::Relaxed);
+        for v in evicted {
+            self.recycle(v);
+        }
     }
 
     /// Drop every block of one container (when its source changed).

@@ -9,7 +9,7 @@
 //! the caller's buffer.
 
 use crate::ahead::{Ahead, Claim};
-use crate::cache::{BlockCache, BlockKey, Stats};
+use crate::cache::{Block, BlockCache, BlockKey, Stats};
 use crate::decode;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -230,7 +230,7 @@ impl Container {
     /// cached nor queued.
     fn decode_ahead(&self, from: u64, len: u64) {
         let (hl, nd) = match &self.view {
-            View::Raw => return self.queue_raw(from, len),
+            View::Raw => return self.queue_raw(from, len, &mut None),
             View::Npy { header, nd, .. } => (header.len() as u64, nd),
         };
         let (from, len) = if from < hl {
@@ -239,14 +239,14 @@ impl Container {
             (from - hl, len)
         };
         match nd {
-            None => self.queue_raw(from, len),
+            None => self.queue_raw(from, len, &mut None),
             Some(nd) => {
                 let is = nd.itemsize;
                 let e0 = from / is;
                 let e1 = (from + len).div_ceil(is).min(nd.data_len() / is);
                 if e1 > e0 {
                     let _ = nd.for_each_run(e0, e1 - e0, |raw, k| {
-                        self.queue_raw(raw, k * is);
+                        self.queue_raw(raw, k * is, &mut None);
                         Ok(())
                     });
                 }
@@ -255,7 +255,9 @@ impl Container {
     }
 
     /// Queue the blocks of raw bytes `off..off+len` (see `decode_ahead`).
-    fn queue_raw(&self, off: u64, len: u64) {
+    /// `mine`: `Some(None)` keeps the first block met for the caller (it is
+    /// recorded there and not queued, also when met again).
+    fn queue_raw(&self, off: u64, len: u64, mine: &mut Option<Option<BlockKey>>) {
         let end = off.saturating_add(len).min(self.raw_len());
         if off >= end {
             return;
@@ -271,6 +273,14 @@ impl Container {
                     let a = off.max(e.uoff) - e.uoff;
                     let b = end.min(e.uoff + e.ulen) - e.uoff;
                     for i in (a / bs) as u32..=((b - 1) / bs) as u32 {
+                        match mine {
+                            Some(None) => {
+                                *mine = Some(Some(ctx.key(i)));
+                                continue;
+                            }
+                            Some(Some(k)) if *k == ctx.key(i) => continue,
+                            _ => {}
+                        }
                         if !ctx.queue(i) {
                             return; // the queue is full: enough is ahead
                         }
@@ -323,6 +333,14 @@ impl Container {
                 let mut first = true;
                 let mut tmp = Vec::new();
                 // Runs adjacent in the raw content are merged into one read.
+                // Several blocks: all but the first go to the pool first.
+                if self.env.ahead.enabled() {
+                    let mut mine = Some(None);
+                    let _ = nd.for_each_run(e0, e1 - e0, |raw, k| {
+                        self.queue_raw(raw, k * is, &mut mine);
+                        Ok(())
+                    });
+                }
                 let mut pending: Option<(u64, u64)> = None;
                 let mut flush =
                     |raw: u64, k: u64, pos: &mut usize, first: &mut bool| -> Result<()> {
@@ -520,7 +538,7 @@ impl Container {
                 }
             }
         }
-        let mut block0: Option<Arc<[u8]>> = None;
+        let mut block0: Option<Block> = None;
         let mut wrote = 0usize;
         let mut i = first;
         while i <= last {
@@ -540,7 +558,7 @@ impl Container {
                 block0 = Some(ctx.cached_block(0)?);
             }
             let dst = &mut out[wrote..wrote + n];
-            if ctx.take_ready(i, dst, block0.as_deref())? {
+            if ctx.take_ready(i, dst, block0.as_ref().map(|b| &b[..]))? {
                 wrote += n;
                 i += 1;
                 continue;
@@ -556,7 +574,8 @@ impl Container {
                 j += 1;
             }
             let run_len = ((j - i) as u64 * bs + h.block_len(j) as u64) as usize;
-            ctx.decode_run(i, j, block0.as_deref(), &mut out[wrote..wrote + run_len])?;
+            let b0 = block0.as_ref().map(|b| &b[..]);
+            ctx.decode_run(i, j, b0, &mut out[wrote..wrote + run_len])?;
             wrote += run_len;
             i = j + 1;
         }
@@ -628,6 +647,7 @@ impl ChunkCtx {
                 Claim::Done(Some(b)) => {
                     dst.copy_from_slice(&b);
                     self.env.cache.remove(&key);
+                    self.env.cache.recycle(b);
                     Stats::add(&self.env.stats.cache_hits, 1);
                     return Ok(true);
                 }
@@ -637,6 +657,7 @@ impl ChunkCtx {
         if let Some(b) = self.env.cache.get(&key) {
             dst.copy_from_slice(&b);
             self.env.cache.remove(&key);
+            self.env.cache.recycle(b);
             Stats::add(&self.env.stats.cache_hits, 1);
             return Ok(true);
         }
@@ -673,7 +694,7 @@ impl ChunkCtx {
     }
 
     /// Block `i`, from the cache, from the pool, or decoded into the cache.
-    fn cached_block(&self, i: u32) -> Result<Arc<[u8]>> {
+    fn cached_block(&self, i: u32) -> Result<Block> {
         let key = self.key(i);
         // The pool first, then the cache (see `take_ready`).
         let mut claimed = None;
@@ -701,17 +722,39 @@ impl ChunkCtx {
         r
     }
 
-    fn decode_new(&self, i: u32) -> Result<Arc<[u8]>> {
+    fn decode_new(&self, i: u32) -> Result<Block> {
         let block0 = if i > 0 && self.delta() {
             Some(self.cached_block(0)?)
         } else {
             None
         };
-        let mut out = vec![0u8; self.layout.header.block_len(i) as usize];
-        self.decode_run(i, i, block0.as_deref(), &mut out)?;
-        let out: Arc<[u8]> = out.into();
+        let mut out = self.buffer(self.layout.header.block_len(i) as usize);
+        if let Err(e) = self.decode_run(i, i, block0.as_ref().map(|b| &b[..]), &mut out) {
+            self.env.cache.put_spare(out);
+            return Err(e);
+        }
+        let out = Arc::new(out);
         self.env.cache.insert(self.key(i), out.clone());
         Ok(out)
+    }
+
+    /// A buffer to decode a block into: a spare one (its pages are mapped)
+    /// when there is one. When spares run low the pool maps a new one off
+    /// the read path, so a cold read rarely pays a page fault per 4 KiB.
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        let (v, left) = self.env.cache.buffer(len);
+        if left == 0 {
+            let cache = self.env.cache.clone();
+            self.env.ahead.spawn(Box::new(move || {
+                let mut v = vec![0u8; len];
+                // Touch every page now (a calloc'ed buffer is mapped lazily).
+                for b in v.iter_mut().step_by(4096) {
+                    *b = std::hint::black_box(0);
+                }
+                cache.put_spare(v);
+            }));
+        }
+        v
     }
 }
 
