@@ -215,3 +215,51 @@ impl Stats {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicted_and_removed_blocks_become_spares_only_when_unshared() {
+        let c = BlockCache::new(8 * 1024); // shards of 1 KiB
+        let k = |i| (1u64, 0u64, i);
+        // Same shard for every key is not guaranteed: insert until evictions.
+        for i in 0..64 {
+            c.insert(k(i), Arc::new(vec![i as u8; 1000]));
+        }
+        assert!(c.bytes() <= c.budget());
+        let (v, _) = c.buffer(1000);
+        assert_eq!(
+            v.len(),
+            1000,
+            "a spare (or a new buffer) of the length asked"
+        );
+        // A block still held by a reader is not recycled.
+        let held = c.get(&k(63)).expect("last insert is cached");
+        c.remove(&k(63));
+        assert_eq!(held.len(), 1000);
+        let before = c.spares.lock().len();
+        c.recycle(held.clone());
+        assert_eq!(c.spares.lock().len(), before, "shared block recycled");
+        drop(held);
+    }
+
+    #[test]
+    fn spares_are_bounded_and_sized() {
+        let c = BlockCache::new(1 << 20);
+        for _ in 0..10 {
+            c.put_spare(vec![1u8; 4096]);
+        }
+        assert_eq!(c.spares.lock().len(), SPARES);
+        // Too big for the spare bytes bound.
+        let c2 = BlockCache::new(1 << 20);
+        c2.put_spare(vec![0u8; SPARE_BYTES + 1]);
+        assert!(c2.spares.lock().is_empty());
+        // A spare much larger than asked is not handed out.
+        let (v, left) = c.buffer(100);
+        assert_eq!((v.len(), left), (100, 0));
+        let (v, left) = c.buffer(3000);
+        assert_eq!((v.len(), left), (3000, 3));
+    }
+}

@@ -139,3 +139,30 @@ fn mount_options_parse_like_fstab_gives_them() {
         assert!(parse(&a).is_err(), "{bad} accepted");
     }
 }
+
+/// Regression: `info --chunks` showed, per chunk of a frame, the bytes from
+/// the chunk to the end of the file instead of the chunk's own size.
+#[test]
+fn info_chunks_shows_each_chunks_own_compressed_size() {
+    let f = common::fixture("frame/blocks-lz4.b2frame");
+    let o = Command::new(BIN)
+        .args(["info", "--chunks"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("chunk "))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(rows.len() >= 2, "{text}");
+    let sum: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    let len = std::fs::metadata(&f).unwrap().len();
+    assert!(
+        sum <= len,
+        "chunk sizes add up to {sum}, the file has {len}:\n{text}"
+    );
+}
