@@ -226,21 +226,26 @@ def main():
         p = files[name]
         s = blosc2.open(p)
         t_ref = median_time(lambda: [s.decompress_chunk(i) for i in range(s.nchunks)], a.runs)
-        ts = []
-        for _ in range(a.runs):
-            drop_caches()
-            m = Mount(src, mp)
-            t = time.perf_counter()
-            read_seq(os.path.join(mp, os.path.basename(p)[: -len(".b2frame")]))
-            ts.append(time.perf_counter() - t)
-            m.close()
-        t_us = statistics.median(ts)
+        t_by = {}
+        for opts in ["", "decode_ahead=0"]:
+            ts = []
+            for _ in range(a.runs):
+                drop_caches()
+                m = Mount(src, mp, opts=opts)
+                t = time.perf_counter()
+                read_seq(os.path.join(mp, os.path.basename(p)[: -len(".b2frame")]))
+                ts.append(time.perf_counter() - t)
+                m.close()
+            t_by[opts] = statistics.median(ts)
+        t_us = t_by[""]
         ceiling = 1 / (1 / floor_rate + 1 / dec_rate[name])
         tgt = "0.6x" if name.startswith("zstd") else "0.45x"
         row("sequential", f"{name}: cold mount 1 MiB reads vs C-Blosc2 in-process", nbytes / t_us / 1e9, "GB/s",
             t_ref / t_us, tgt)
         row("sequential", f"{name}: vs ceiling 1/(1/FUSE floor + 1/decode)", nbytes / t_us / 1e9, "GB/s",
             (nbytes / t_us) / ceiling, "0.9x")
+        row("sequential", f"{name}: decode-ahead on vs off (-o decode_ahead=0)", nbytes / t_by["decode_ahead=0"] / 1e9,
+            "GB/s (off)", t_by["decode_ahead=0"] / t_us)
 
     # 3. cold random 4 KiB preads vs get_slice
     s = blosc2.open(p0)
