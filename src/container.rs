@@ -425,6 +425,10 @@ impl Container {
                 self.verify_checksum(source.as_ref(), offset, cbytes, ck)?;
             }
         }
+        // The index may only bound the chunk (sparse frames record a
+        // placeholder so chunk files need not be opened at mount): the
+        // source's real length bounds it too, before any size is trusted.
+        let cbytes = cbytes.min(source.len().saturating_sub(offset));
         let head_len = (EXTENDED_HEADER_LEN as u64).min(cbytes) as usize;
         let mut head = vec![0u8; head_len];
         self.src_read(source.as_ref(), offset, &mut head)?;
