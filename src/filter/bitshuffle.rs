@@ -450,4 +450,21 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        /// Any typesize, length and version: the vector paths equal the
+        /// definition.
+        #[test]
+        fn bitunshuffle_equals_scalar(
+            ts in proptest::prop_oneof![0usize..=33, 0usize..300],
+            version in 0u8..6,
+            src in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..6000),
+        ) {
+            let mut a = vec![0u8; src.len()];
+            let mut b = vec![1u8; src.len()];
+            bitunshuffle(ts, &src, &mut a, version).unwrap();
+            scalar_bitunshuffle(ts, &src, &mut b, version);
+            proptest::prop_assert_eq!(a, b);
+        }
+    }
 }

@@ -35,13 +35,17 @@ pub fn decode(ts: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
 
 /// `dst[i] = src[0] + ... + src[i]` (wrapping), same lengths.
 fn prefix_sum(l: Level, src: &[u8], dst: &mut [u8]) {
-    let mut acc = 0u8;
-    let mut done = 0;
     #[cfg(target_arch = "x86_64")]
-    if l >= Level::Sse2 {
-        (done, acc) = x86::prefix_sum_sse2(src, dst);
-    }
-    let _ = l;
+    let (done, mut acc) = if l >= Level::Sse2 {
+        x86::prefix_sum_sse2(src, dst)
+    } else {
+        (0, 0u8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (done, mut acc) = {
+        let _ = l;
+        (0, 0u8)
+    };
     for (o, &i) in dst[done..].iter_mut().zip(&src[done..]) {
         acc = acc.wrapping_add(i);
         *o = acc;

@@ -407,3 +407,24 @@ mod tests {
         assert_eq!(dst, src);
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any typesize (0 and larger than the buffer included), any length.
+        #[test]
+        fn unshuffle_equals_scalar(
+            ts in prop_oneof![0usize..=33, 0usize..300],
+            src in proptest::collection::vec(any::<u8>(), 0..4000),
+        ) {
+            let mut a = vec![0u8; src.len()];
+            let mut b = vec![1u8; src.len()];
+            unshuffle(ts, &src, &mut a);
+            scalar_unshuffle(ts, &src, &mut b);
+            prop_assert_eq!(a, b);
+        }
+    }
+}
