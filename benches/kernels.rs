@@ -1,11 +1,15 @@
 //! Decode kernels on one 256 KiB block: the filters (unshuffle,
-//! bitunshuffle, delta, bytedelta) and every codec through
-//! `bloscfs::codec::decompress`. Run with `cargo bench --bench kernels`;
+//! bitunshuffle, delta, bytedelta), every codec through
+//! `bloscfs::codec::decompress`, and whole lz4 blocks (codec + filter)
+//! through `bloscfs::decode::decode_block`. Run with `cargo bench --bench kernels`;
 //! throughput is reported in bytes of decoded output per second.
 
 use bloscfs::codec;
+use bloscfs::decode;
 use bloscfs::filter::{bitshuffle, bytedelta, delta, shuffle};
-use bloscfs::format::chunk::{ChunkLayout, Codec};
+use bloscfs::format::chunk::{
+    filter_id, ChunkLayout, Codec, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_SHUFFLE,
+};
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use std::hint::black_box;
 use std::io::Write;
@@ -40,6 +44,71 @@ fn shuffle_bytes(ts: usize, src: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Bitshuffle (encode direction, bit by bit), whole 8-element groups only.
+fn bitshuffle_bits(ts: usize, src: &[u8]) -> Vec<u8> {
+    let n = src.len() / ts / 8 * 8;
+    let row = n / 8;
+    let mut out = src.to_vec();
+    out[..n * ts].fill(0);
+    for i in 0..n {
+        for j in 0..ts {
+            for k in 0..8 {
+                let bit = (src[i * ts + j] >> k) & 1;
+                out[(8 * j + k) * row + i / 8] |= bit << (i % 8);
+            }
+        }
+    }
+    out
+}
+
+/// A one-block Blosc2 chunk (extended header, lz4, typesize 8, one
+/// stream) holding `data` through the filter `filter`.
+fn lz4_chunk(filter: u8, data: &[u8]) -> Vec<u8> {
+    let filtered = match filter {
+        filter_id::SHUFFLE => shuffle_bytes(8, data),
+        _ => bitshuffle_bits(8, data),
+    };
+    let stream = lz4_flex::block::compress(&filtered);
+    let cbytes = 32 + 4 + 4 + stream.len();
+    let mut c = vec![0u8; 32];
+    c[0] = 5; // format version
+    c[1] = 1;
+    c[2] = FLAG_SHUFFLE | FLAG_BITSHUFFLE | FLAG_DONT_SPLIT | (1 << 5); // extended, lz4
+    c[3] = 8;
+    c[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
+    c[8..12].copy_from_slice(&(data.len() as u32).to_le_bytes());
+    c[12..16].copy_from_slice(&(cbytes as u32).to_le_bytes());
+    c[21] = filter;
+    c.extend_from_slice(&36u32.to_le_bytes()); // bstarts[0]
+    c.extend_from_slice(&(stream.len() as i32).to_le_bytes());
+    c.extend_from_slice(&stream);
+    c
+}
+
+fn pipeline(c: &mut Criterion) {
+    let data = random_walk(BLOCK);
+    let mut out = vec![0u8; BLOCK];
+    let mut g = config(c);
+    for (name, filter) in [
+        ("shuffle", filter_id::SHUFFLE),
+        ("bitshuffle", filter_id::BITSHUFFLE),
+    ] {
+        let chunk = lz4_chunk(filter, &data);
+        let layout = ChunkLayout::parse(&chunk).expect("bench chunk parses");
+        let e = layout.extents[0];
+        let block = &chunk[e.start as usize..e.end as usize];
+        decode::decode_block(&layout, 0, block, None, &mut out).expect("bench chunk decodes");
+        assert_eq!(out, data, "bench chunk round trip");
+        g.bench_function(format!("block/lz4-{name}/ts8"), |b| {
+            b.iter(|| {
+                decode::decode_block(&layout, 0, black_box(block), None, black_box(&mut out))
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
 }
 
 fn config(c: &mut Criterion) -> BenchmarkGroup<'_, criterion::measurement::WallTime> {
@@ -157,5 +226,5 @@ fn codecs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, filters, codecs);
+criterion_group!(benches, filters, codecs, pipeline);
 criterion_main!(benches);
