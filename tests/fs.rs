@@ -396,3 +396,35 @@ fn readdir_of_ten_thousand_containers_is_fast() {
     );
     eprintln!("10,000 containers: readdir + lookups {first:?}, cached readdir {again:?}");
 }
+
+/// The reply buffer is reused between requests without being zeroed: no
+/// byte of an earlier reply may show in a later, shorter one.
+#[test]
+fn a_reused_reply_buffer_never_leaks_old_bytes() {
+    let (_d, fs) = tree();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    let mut buf = vec![0xAAu8; 2 << 20];
+    fs.read_into(fh, 4096, 1 << 20, &mut buf).unwrap();
+    assert_eq!(buf, whole[4096..4096 + (1 << 20)]);
+    // Shorter than asked at the end of the file.
+    buf.fill(0x55);
+    let at = whole.len() as u64 - 777;
+    fs.read_into(fh, at, 1 << 20, &mut buf).unwrap();
+    assert_eq!(buf, whole[at as usize..]);
+    // Past the end: nothing.
+    fs.read_into(fh, whole.len() as u64 + 5, 4096, &mut buf)
+        .unwrap();
+    assert!(buf.is_empty());
+    // Zero chunks and a plain file, into a dirty buffer.
+    let z = fs.lookup(ROOT_INO, OsStr::new("zeros")).unwrap();
+    let (zh, _) = fs.open(z.ino, false).unwrap();
+    let mut dirty = vec![0xEEu8; 64 << 10];
+    fs.read_into(zh, 0, 64 << 10, &mut dirty).unwrap();
+    assert!(!dirty.is_empty() && dirty.iter().all(|&b| b == 0));
+    let t = fs.lookup(ROOT_INO, OsStr::new("taken")).unwrap();
+    let (th, _) = fs.open(t.ino, false).unwrap();
+    fs.read_into(th, 0, 4096, &mut dirty).unwrap();
+    assert_eq!(dirty, b"plain");
+}
