@@ -31,7 +31,7 @@ table() {
                     if ($i == "ft:") ft = $(i + 1) + 0
                     if ($i == "corp:") { split($(i + 1), a, "/"); corp = a[1] }
                 }
-                if ($3 == "INITED") { lastcov = $1 }
+                if ($3 == "INITED") { t0 = $1; lastcov = $1 }
                 if (c > cov) { cov = c; lastcov = $1 }
             }
             /stat::number_of_executed_units:/ { execs = $NF }
@@ -41,7 +41,8 @@ table() {
             { end = $1 }
             END {
                 res = bad ? "CRASH " art : "ok"
-                printf "| %s | %d | %s | %s | %d | %d | %s | %d | %d | %s |\n", t, end, execs, eps, cov, ft, corp, lastcov, end - lastcov, res
+                # Times are counted from INITED (the corpus loaded), not the build.
+                printf "| %s | %d | %s | %s | %d | %d | %s | %d | %d | %s |\n", t, end - t0, execs, eps, cov, ft, corp, lastcov - t0, end - lastcov, res
             }' "$f"
     done
 }
