@@ -9,10 +9,8 @@ command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
 export RUSTC_BOOTSTRAP=1
 (cd fuzz && cargo fuzz build -O >/dev/null)
 for t in $(cd fuzz && cargo fuzz list); do
-    mkdir -p "fuzz/corpus/$t"
     # Seed every corpus with the committed reference fixtures.
-    { find tests/fixtures -type f ! -name '*.json' -size -2M || true; } \
-        | head -400 | while read -r f; do cp -n "$f" "fuzz/corpus/$t/$(echo "$f" | tr / _)" || true; done
+    scripts/fuzz_seed.sh "$t"
     echo "-- fuzz $t (${secs}s)"
     (cd fuzz && cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 -max_len=1048576 2>&1 \
         | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==ERROR|SUMMARY)|panicked" || true)

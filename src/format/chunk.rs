@@ -12,6 +12,11 @@ pub const EXTENDED_HEADER_LEN: usize = 32;
 /// Blosc chunks are limited to 2 GiB by their int32 fields.
 pub const MAX_CHUNK_NBYTES: u64 = i32::MAX as u64;
 pub const MAX_TYPESIZE: u8 = 255;
+/// A memcpyed chunk stores no block starts, so its block count comes from
+/// the header alone; past this many blocks (8 MiB of extents) it is refused
+/// rather than have 17 bytes of header drive a multi-GiB allocation.
+/// C-Blosc2 writes 16 KiB blocks for memcpyed chunks unless told otherwise.
+pub const MAX_MEMCPYED_BLOCKS: u32 = 1 << 20;
 
 /// Flags byte (offset 2).
 pub const FLAG_SHUFFLE: u8 = 0x01;
@@ -393,6 +398,13 @@ impl ChunkLayout {
                 "memcpyed chunk holds {} bytes, fewer than its nbytes {}",
                 header.cbytes as u64 - header.header_len as u64,
                 header.nbytes
+            );
+            ensure!(
+                nblocks <= MAX_MEMCPYED_BLOCKS,
+                unsupported,
+                "memcpyed chunk of {} blocks of {} bytes: more than {MAX_MEMCPYED_BLOCKS} blocks",
+                nblocks,
+                header.blocksize
             );
             extents.reserve_exact(nblocks as usize);
             for i in 0..nblocks {

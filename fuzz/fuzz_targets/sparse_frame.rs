@@ -1,0 +1,85 @@
+//! A sparse frame (a directory holding a `chunks.b2frame` index and
+//! `%08X.chunk` files) built from arbitrary bytes, detected, opened and read
+//! through the public API (`detect::probe_path`, `open_path_with`).
+//!
+//! Input: parts separated by `SEP`; the first is the index file, the next
+//! ones (at most `MAX_CHUNKS`) are `00000000.chunk`, `00000001.chunk`, ...
+//! Seeds are the sparse-frame fixtures joined that way (scripts/fuzz.sh).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+const SEP: &[u8] = b"\n--chunk--\n";
+const MAX_CHUNKS: usize = 8;
+
+fn dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("bloscfs-fuzz-sframe-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+fn split(data: &[u8]) -> Vec<&[u8]> {
+    let mut parts = Vec::new();
+    let mut rest = data;
+    while parts.len() < MAX_CHUNKS {
+        match rest.windows(SEP.len()).position(|w| w == SEP) {
+            Some(i) => {
+                parts.push(&rest[..i]);
+                rest = &rest[i + SEP.len()..];
+            }
+            None => break,
+        }
+    }
+    parts.push(rest);
+    parts
+}
+
+/// KNOWN BUG, not fixed yet (src/container.rs; tests/regress.rs
+/// `sframe_chunk_cbytes_beyond_file_reads_2gib`): a sparse-frame chunk file
+/// whose header claims more cbytes than the file holds makes a read zero-fill
+/// a buffer of that claimed size (up to 2 GiB), which is then kept. Found
+/// within 30 s every run, it hid everything else; until it is fixed, the
+/// claimed cbytes (header bytes 12..16) is lowered to the file's length.
+/// Set BLOSCFS_FUZZ_NO_CLAMP=1 to fuzz without this.
+fn clamp_cbytes(c: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    static OFF: OnceLock<bool> = OnceLock::new();
+    if *OFF.get_or_init(|| std::env::var_os("BLOSCFS_FUZZ_NO_CLAMP").is_some()) || c.len() < 16 {
+        return c.into();
+    }
+    let claimed = u32::from_le_bytes(c[12..16].try_into().unwrap());
+    if claimed as usize <= c.len() {
+        return c.into();
+    }
+    let mut v = c.to_vec();
+    v[12..16].copy_from_slice(&(c.len() as u32).to_le_bytes());
+    v.into()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let d = dir();
+    let parts = split(data);
+    std::fs::write(d.join("chunks.b2frame"), parts[0]).unwrap();
+    for i in 0..MAX_CHUNKS {
+        let p = d.join(format!("{i:08X}.chunk"));
+        match parts.get(i + 1) {
+            Some(c) => std::fs::write(&p, clamp_cbytes(c)).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+    }
+    let _ = bloscfs::detect::probe_path(d);
+    let env = bloscfs::Env::new(1 << 20);
+    if let Ok(Some(c)) = bloscfs::open_path_with(d, &env) {
+        let total = c.len();
+        let mut whole = vec![0u8; total.min(1 << 20) as usize];
+        let _ = c.read_at(0, &mut whole);
+        let mut window = vec![0u8; 4096];
+        let _ = c.read_at(total / 3, &mut window);
+        let _ = c.read_at(total.saturating_sub(100), &mut window);
+    }
+});

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Fuzzing campaign: run fuzz targets one after the other (one process, never
+# two at once) for SECONDS each, then print a coverage table from the logs.
+#
+#   scripts/fuzz_plateau.sh SECONDS [TARGET...]   run (default: every target)
+#   scripts/fuzz_plateau.sh --table [TARGET...]   only print the table
+#
+# Logs go to $FUZZ_LOGS (default /tmp/bloscfs-fuzz), one TARGET.log each,
+# every libFuzzer line prefixed with the seconds elapsed. A target has
+# plateaued when its coverage ("cov") stopped growing well before the end
+# (the "no new cov" column). A crash, timeout or OOM does not stop the
+# campaign: it is reported and its input left in fuzz/artifacts/TARGET/.
+# Not for CI (CI runs scripts/fuzz.sh 20).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+logs=${FUZZ_LOGS:-/tmp/bloscfs-fuzz}
+mkdir -p "$logs"
+
+table() {
+    printf '| target | seconds | execs | exec/s | cov | ft | corpus | last new cov at (s) | no new cov for (s) | result |\n'
+    printf '|---|---|---|---|---|---|---|---|---|---|\n'
+    for t in "$@"; do
+        f="$logs/$t.log"
+        [ -f "$f" ] || continue
+        awk -v t="$t" '
+            # "SECS #N NEW cov: C ft: F corp: K/..." (SECS added by this script)
+            $2 ~ /^#[0-9]+$/ {
+                for (i = 3; i <= NF; i++) {
+                    if ($i == "cov:") c = $(i + 1) + 0
+                    if ($i == "ft:") ft = $(i + 1) + 0
+                    if ($i == "corp:") { split($(i + 1), a, "/"); corp = a[1] }
+                }
+                if ($3 == "INITED") { t0 = $1; lastcov = $1 }
+                if (c > cov) { cov = c; lastcov = $1 }
+            }
+            /stat::number_of_executed_units:/ { execs = $NF }
+            /stat::average_exec_per_sec:/ { eps = $NF }
+            /^[0-9]+ (==[0-9]+== ?ERROR|.*panicked at|.*deadly signal|.*ALARM: working on the last Unit|.*out-of-memory)/ { bad = 1 }
+            /Test unit written to/ { art = $NF }
+            { end = $1 }
+            END {
+                res = bad ? "CRASH " art : "ok"
+                # Times are counted from INITED (the corpus loaded), not the build.
+                printf "| %s | %d | %s | %s | %d | %d | %s | %d | %d | %s |\n", t, end - t0, execs, eps, cov, ft, corp, lastcov - t0, end - lastcov, res
+            }' "$f"
+    done
+}
+
+if [ "${1:-}" = "--table" ]; then
+    shift
+    [ $# -gt 0 ] || set -- $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list)
+    table "$@"
+    exit 0
+fi
+
+secs=${1:?usage: fuzz_plateau.sh SECONDS [TARGET...] | --table [TARGET...]}
+shift
+command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
+export RUSTC_BOOTSTRAP=1
+(cd fuzz && cargo fuzz build -O >/dev/null)
+[ $# -gt 0 ] || set -- $(cd fuzz && cargo fuzz list)
+for t in "$@"; do
+    scripts/fuzz_seed.sh "$t"
+    echo "-- fuzz $t (${secs}s) -> $logs/$t.log"
+    (
+        cd fuzz
+        SECONDS=0
+        cargo fuzz run -O "$t" "corpus/$t" -- \
+            -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+            -max_len=1048576 -print_final_stats=1 2>&1 \
+            | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done
+    ) >"$logs/$t.log" || true
+    # The sparse_frame target writes its files under a per-process temp dir.
+    rm -rf "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-*
+    table "$t" | tail -1
+done
+echo
+table "$@"

@@ -1,0 +1,116 @@
+//! Regression tests for the bugs the fuzzing campaign found (fuzz/README.md,
+//! "Campaign"). Each input under tests/fixtures/regress/ is the minimized
+//! fuzzer input; each test replays it through what its fuzz target does and
+//! checks the specific fix: an error, never a panic, abort, hang or an
+//! allocation sized by an unchecked field.
+
+mod common;
+use bloscfs::format::chunk::{ChunkLayout, MAX_MEMCPYED_BLOCKS};
+use bloscfs::io::MemSource;
+use std::path::Path;
+use std::sync::Arc;
+
+fn input(name: &str) -> Vec<u8> {
+    std::fs::read(common::fixture(&format!("regress/{name}"))).unwrap()
+}
+
+/// What the `chunk` fuzz target does.
+fn fuzz_chunk(data: &[u8]) {
+    if let Ok(layout) = ChunkLayout::parse(data) {
+        if layout.header.nbytes <= 1 << 24 {
+            let _ = bloscfs::decode::decompress_chunk(data);
+        }
+    }
+}
+
+/// What the `read_at` fuzz target does: the input is the file; the window
+/// (offset u64, length u16) comes from its last 10 bytes.
+fn fuzz_read_at(data: &[u8]) {
+    let (off, len) = match data.len().checked_sub(10) {
+        Some(k) => (
+            u64::from_le_bytes(data[k..k + 8].try_into().unwrap()),
+            u16::from_le_bytes([data[k + 8], data[k + 9]]),
+        ),
+        None => (0, 4096),
+    };
+    let src = Arc::new(MemSource::new(data.to_vec()));
+    let env = bloscfs::Env::new(1 << 20);
+    if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("regress"), &env) {
+        let total = c.len();
+        let mut whole = vec![0u8; total.min(1 << 20) as usize];
+        let _ = c.read_at(0, &mut whole);
+        let mut window = vec![0u8; len as usize];
+        let _ = c.read_at(off % total.saturating_add(1), &mut window);
+    }
+}
+
+/// Found by `chunk` (OOM, malloc of 2 GiB): a 17-byte memcpyed chunk
+/// declaring ~800 MB of 3-byte blocks made `ChunkLayout::parse` reserve one
+/// extent per block (8 bytes each) before anything was read. Memcpyed chunks
+/// have no block starts to bound the count, so it is capped.
+#[test]
+fn chunk_memcpyed_many_blocks_oom() {
+    let data = input("chunk-memcpyed-many-blocks-oom.bin");
+    let e = ChunkLayout::parse(&data).unwrap_err();
+    assert!(e.to_string().contains("memcpyed chunk"), "{e}");
+    fuzz_chunk(&data);
+    fuzz_read_at(&data);
+    // The cap leaves ordinary memcpyed chunks alone: 2^20 blocks of 1 byte.
+    let mut ok = data.clone();
+    ok.truncate(16);
+    ok[4..8].copy_from_slice(&(MAX_MEMCPYED_BLOCKS).to_le_bytes());
+    ok[8..12].copy_from_slice(&1u32.to_le_bytes());
+    ok[12..16].copy_from_slice(&(MAX_MEMCPYED_BLOCKS + 16).to_le_bytes());
+    let l = ChunkLayout::parse(&ok).unwrap();
+    assert_eq!(l.extents.len(), MAX_MEMCPYED_BLOCKS as usize);
+}
+
+/// Split a `sparse_frame` fuzz input into a sparse-frame directory: index,
+/// then `00000000.chunk`, ... (the separator of fuzz/fuzz_targets/sparse_frame.rs).
+fn sparse_frame_dir(data: &[u8]) -> tempfile::TempDir {
+    const SEP: &[u8] = b"\n--chunk--\n";
+    let dir = tempfile::tempdir().unwrap();
+    let mut parts = Vec::new();
+    let mut rest = data;
+    while let Some(i) = rest.windows(SEP.len()).position(|w| w == SEP) {
+        parts.push(&rest[..i]);
+        rest = &rest[i + SEP.len()..];
+    }
+    parts.push(rest);
+    std::fs::write(dir.path().join("chunks.b2frame"), parts[0]).unwrap();
+    for (i, c) in parts[1..].iter().enumerate() {
+        std::fs::write(dir.path().join(format!("{i:08X}.chunk")), c).unwrap();
+    }
+    dir
+}
+
+/// Peak resident memory of this process so far (VmHWM), in bytes.
+fn peak_rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Found by `sparse_frame` (OOM, 2373 MB RSS): the chunk files of a sparse frame are recorded with a
+/// placeholder size (`u32::MAX`, so they need not be opened at mount), and
+/// `Container::layout` checks a chunk header's cbytes only against that
+/// placeholder. A tiny chunk file whose header claims ~2 GiB of cbytes gets
+/// a last block running to that claimed end, and the read resizes (and
+/// zero-fills) the thread-local read buffer to ~2 GiB before the short read
+/// fails; the buffer keeps that size afterwards (so libFuzzer blamed a later,
+/// innocent input; this one is hand-made: a real index and a 44-byte chunk
+/// file). The fix belongs in
+/// `Container::layout` (src/container.rs, edited elsewhere at the time):
+/// compare with `min(cbytes, source.len() - offset)`.
+#[test]
+#[ignore = "needs the src/container.rs fix described above"]
+fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
+    let dir = sparse_frame_dir(&input("sframe-chunk-cbytes-beyond-file.bin"));
+    let env = bloscfs::Env::new(1 << 20);
+    let c = bloscfs::open_path_with(dir.path(), &env).unwrap().unwrap();
+    let before = peak_rss();
+    let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
+    assert!(c.read_at(0, &mut buf).is_err());
+    let grew = peak_rss().saturating_sub(before);
+    assert!(grew < 256 << 20, "one read raised peak RSS by {grew} bytes");
+}
