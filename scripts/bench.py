@@ -227,7 +227,7 @@ def main():
         s = blosc2.open(p)
         t_ref = median_time(lambda: [s.decompress_chunk(i) for i in range(s.nchunks)], a.runs)
         t_by = {}
-        for opts in ["", "decode_ahead=0"]:
+        for opts in ["", "decode_ahead=4M"]:
             ts = []
             for _ in range(a.runs):
                 drop_caches()
@@ -244,8 +244,8 @@ def main():
             t_ref / t_us, tgt)
         row("sequential", f"{name}: vs ceiling 1/(1/FUSE floor + 1/decode)", nbytes / t_us / 1e9, "GB/s",
             (nbytes / t_us) / ceiling, "0.9x")
-        row("sequential", f"{name}: decode-ahead on vs off (-o decode_ahead=0)", nbytes / t_by["decode_ahead=0"] / 1e9,
-            "GB/s (off)", t_by["decode_ahead=0"] / t_us)
+        row("sequential", f"{name}: with -o decode_ahead=4M (ratio > 1: the default is faster)",
+            nbytes / t_by["decode_ahead=4M"] / 1e9, "GB/s", t_by["decode_ahead=4M"] / t_us)
 
     # 3. cold random 4 KiB preads vs get_slice
     s = blosc2.open(p0)

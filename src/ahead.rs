@@ -1,5 +1,6 @@
-//! Decode-ahead: a small pool of worker threads that decodes blocks before a
-//! reader asks for them, and the table of blocks queued or being decoded.
+//! The pool: a few worker threads that decode blocks before a reader asks
+//! for them (`-o decode_ahead`), and prepare spare block buffers off the read
+//! path; and the table of blocks queued or being decoded.
 //!
 //! A block handed to the pool is *queued*, then *running*, then *done*. A
 //! reader that needs a queued block claims it and decodes it itself (it

@@ -201,11 +201,7 @@ impl Fs {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        let mut env = if opts.decode_ahead > 0 {
-            Env::new(opts.cache_size)
-        } else {
-            Env::with_workers(opts.cache_size, 0)
-        };
+        let mut env = Env::new(opts.cache_size);
         env.verify_checksums = opts.verify_checksums;
         env.decode_ahead = opts.decode_ahead;
         let mut nodes = HashMap::new();

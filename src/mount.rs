@@ -30,7 +30,7 @@ Options:
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
   -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
-  -o decode_ahead=SIZE   decode this far past a sequential reader, on one thread per CPU (default 4M; 0: off)
+  -o decode_ahead=SIZE   decode this far past a sequential reader, on one thread per CPU (default 0: off)
   -o allow_other         let other users read (implies default_permissions)
   -o allow_root          let root read too
   -o default_permissions let the kernel check permissions
