@@ -424,6 +424,12 @@ def main():
 
     if a.doc:
         cpu = sh("grep -m1 'model name' /proc/cpuinfo").stdout.split(":")[1].strip()
+        # Sections other tools write (the criterion kernels) are kept.
+        kept = ""
+        if os.path.exists(a.doc):
+            old = open(a.doc).read()
+            if "\n## " in old:
+                kept = old[old.index("\n## "):]
         with open(a.doc, "w") as f:
             f.write("# Performance\n\n")
             f.write(f"Measured by `scripts/bench.py --size {a.size} --runs {a.runs}` on {time.strftime('%Y-%m-%d')}, "
@@ -434,6 +440,7 @@ def main():
             f.write("| section | measurement | value | ratio | target |\n|---|---|---|---|---|\n")
             for sec, what, v, unit, r, tgt in ROWS:
                 f.write(f"| {sec} | {what} | {v:,.3f} {unit} | {'' if r is None else f'{r:.2f}x'} | {tgt or ''} |\n")
+            f.write(kept)
         print(f"wrote {a.doc}")
 
 
