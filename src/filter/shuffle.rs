@@ -283,13 +283,65 @@ pub(crate) mod x86 {
         }
     }
 
+    /// Transpose elements `i..i + 16` of a `ts x n` matrix, `ts < P < 2 * ts`
+    /// (`P` a power of two <= 16), as if it had `P` rows: the missing rows
+    /// repeat row 0, and each element is stored as `P` bytes at `e * ts`,
+    /// in ascending order, so its last `P - ts` (wrong) bytes fall on the
+    /// start of the next element and are overwritten by it. Those of the
+    /// last element fall on element `i + 16`, which a later tile rewrites.
+    ///
+    /// # Safety
+    /// `s` and `d` valid for `ts * n` bytes and `i + 17 <= n`. Reads: rows
+    /// `j < ts` at `j * n + i`, 16 bytes, within row `j`. Writes: element
+    /// `i + e` at `(i + e) * ts .. + P`, and `P < 2 * ts` keeps the last
+    /// one below `(i + 17) * ts <= n * ts`.
+    #[inline(always)]
+    unsafe fn padded<const P: usize>(s: *const u8, d: *mut u8, ts: usize, n: usize, i: usize) {
+        let mut v = [_mm_setzero_si128(); P];
+        for (r, x) in v.iter_mut().enumerate() {
+            let j = if r < ts { r } else { 0 };
+            *x = _mm_loadu_si128(s.add(j * n + i).cast());
+        }
+        let o = net128::<P>(v);
+        let mut buf = [0u8; 256];
+        for (k, x) in o.iter().enumerate() {
+            // 16 * k + 16 <= 16 * P <= 256.
+            _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
+        }
+        for e in 0..16 {
+            std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * P), d.add((i + e) * ts), P);
+        }
+    }
+
     /// SSE2 transpose of a `ts x n` matrix for any `ts >= 2`, `n >= 16`.
     pub(crate) fn generic_sse2(ts: usize, src: &[u8], dst: &mut [u8], n: usize) {
         assert!(
             ts >= 2 && n >= 16 && n.checked_mul(ts) == Some(src.len()) && src.len() == dst.len()
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // Small typesizes that are not a power of two: padded to the next
+        // one while another element follows the tile (see `padded`).
+        let pad = match ts {
+            3 => 4,
+            5..=7 => 8,
+            9..=15 => 16,
+            _ => 0,
+        };
         let mut i = 0;
+        if pad > 0 {
+            // SAFETY: `i + 17 <= n` before each call; the buffers hold
+            // `ts * n` bytes (asserted); `ts < pad < 2 * ts`.
+            unsafe {
+                while i + 17 <= n {
+                    match pad {
+                        4 => padded::<4>(s, d, ts, n, i),
+                        8 => padded::<8>(s, d, ts, n, i),
+                        _ => padded::<16>(s, d, ts, n, i),
+                    }
+                    i += 16;
+                }
+            }
+        }
         while i < n {
             // Full tiles, then one last tile overlapping the previous one.
             let t = if i + 16 <= n { i } else { n - 16 };
