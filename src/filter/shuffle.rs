@@ -6,9 +6,13 @@
 //!
 //! On x86_64 the transpose runs on vectors: `typesize` rows of 16 (SSE2) or
 //! 32 (AVX2) bytes are interleaved by `log2(typesize)` rounds of byte
-//! unpacks, which leaves the 16 or 32 elements in order. Typesizes that are
-//! not a power of two are cut into groups of 16, 8, 4, 2 and 1 rows, each
-//! transposed the same way. Elsewhere a portable tiled transpose is used.
+//! unpacks, which leaves the 16 or 32 elements in order (AVX2 for typesizes
+//! 2, 4, 8 and 16, SSE2 for the rest). Typesizes 3, 5-7 and 9-15 are
+//! transposed as the next power of two, each element stored with its padding
+//! bytes that the next element then overwrites; the last tile, and larger
+//! typesizes, are cut into groups of 16, 8, 4, 2 and 1 rows, each transposed
+//! the same way. The instruction set is detected once (`simd::level`).
+//! Elsewhere a portable tiled transpose is used.
 
 use super::simd::{level, Level};
 
