@@ -109,7 +109,8 @@ fn untrans(l: Level, ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
         untrans_bit_elem(ts, n, src, dst);
         return;
     }
-    let mut tmp = [0u8; SCRATCH];
+    // Sized to the block (small blocks need only a little of it).
+    let mut tmp = vec![0u8; ts * run.min(n)];
     let mut e0 = 0;
     while e0 < n {
         let e = run.min(n - e0); // a multiple of 8, as n and run are
@@ -433,6 +434,28 @@ mod tests {
     fn avx2_matches_scalar() {
         if level() == Level::Avx2 {
             check_all(Level::Avx2, "avx2");
+        }
+    }
+
+    #[test]
+    fn unaligned_buffers() {
+        let mut seed = 19u64;
+        let big = bytes(70_000, &mut seed);
+        for ts in [1usize, 2, 3, 4, 8, 12, 16] {
+            for (so, dof) in [(1usize, 0usize), (3, 5), (7, 13), (0, 31)] {
+                let len = 64_000 / ts * ts + ts - 1;
+                let src = &big[so..so + len];
+                let mut out = vec![0u8; len + 64];
+                let mut want = vec![0u8; len];
+                bitunshuffle(ts, src, &mut out[dof..dof + len], 5).unwrap();
+                scalar_bitunshuffle(ts, src, &mut want, 5);
+                assert_eq!(
+                    &out[dof..dof + len],
+                    &want[..],
+                    "ts {ts} offsets {so} {dof}"
+                );
+                assert!(out[..dof].iter().chain(&out[dof + len..]).all(|&b| b == 0));
+            }
         }
     }
 

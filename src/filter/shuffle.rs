@@ -456,6 +456,28 @@ mod tests {
     }
 
     #[test]
+    fn unaligned_buffers() {
+        let mut seed = 17u64;
+        let big = bytes(70_000, &mut seed);
+        for ts in [2usize, 3, 4, 7, 8, 12, 16, 24] {
+            for (so, dof) in [(1usize, 0usize), (3, 5), (7, 13), (0, 31)] {
+                let len = 64_000 + ts - 1;
+                let src = &big[so..so + len];
+                let mut out = vec![0u8; len + 64];
+                let mut want = vec![0u8; len];
+                unshuffle(ts, src, &mut out[dof..dof + len]);
+                scalar_unshuffle(ts, src, &mut want);
+                assert_eq!(
+                    &out[dof..dof + len],
+                    &want[..],
+                    "ts {ts} offsets {so} {dof}"
+                );
+                assert!(out[..dof].iter().chain(&out[dof + len..]).all(|&b| b == 0));
+            }
+        }
+    }
+
+    #[test]
     fn zero_typesize_copies() {
         let src = [1u8, 2, 3];
         let mut dst = [0u8; 3];
