@@ -160,6 +160,9 @@ pub(crate) mod x86 {
 
     /// The same network on 256-bit vectors: unpacks work within each 128-bit
     /// lane, so lane 0 transposes elements 0..16 and lane 1 elements 16..32.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn net256<const TS: usize>(mut v: [__m256i; TS]) -> [__m256i; TS] {
