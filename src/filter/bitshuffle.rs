@@ -109,7 +109,8 @@ fn untrans(l: Level, ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
         untrans_bit_elem(ts, n, src, dst);
         return;
     }
-    let mut tmp = [0u8; SCRATCH];
+    // Sized to the block (small blocks need only a little of it).
+    let mut tmp = vec![0u8; ts * run.min(n)];
     let mut e0 = 0;
     while e0 < n {
         let e = run.min(n - e0); // a multiple of 8, as n and run are
@@ -133,7 +134,12 @@ fn untrans(l: Level, ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
 /// goes to `dst[8g + m]`.
 fn bits1(l: Level, src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
     assert!(
-        groups <= stride && 7 * stride + groups <= src.len() && 8 * groups <= dst.len(),
+        groups <= stride
+            && stride
+                .checked_mul(7)
+                .and_then(|x| x.checked_add(groups))
+                .is_some_and(|x| x <= src.len())
+            && groups.checked_mul(8).is_some_and(|x| x <= dst.len()),
         "bits1: rows out of bounds"
     );
     let l = l.min(level());
@@ -176,6 +182,14 @@ mod x86 {
     use super::super::shuffle::x86::{net128, net256};
     use std::arch::x86_64::*;
 
+    /// `7 * stride + groups <= len`, without overflow.
+    fn rows_fit(len: usize, stride: usize, groups: usize) -> bool {
+        stride
+            .checked_mul(7)
+            .and_then(|x| x.checked_add(groups))
+            .is_some_and(|x| x <= len)
+    }
+
     /// `transpose8` on both 64-bit lanes.
     #[inline(always)]
     fn transpose8x2(mut x: __m128i) -> __m128i {
@@ -194,6 +208,9 @@ mod x86 {
     }
 
     /// `transpose8` on all four 64-bit lanes.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn transpose8x4(mut x: __m256i) -> __m256i {
@@ -226,7 +243,11 @@ mod x86 {
     }
 
     pub(super) fn bits1_sse2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(groups >= 16 && 7 * stride + groups <= src.len() && 8 * groups <= dst.len());
+        assert!(
+            groups >= 16
+                && rows_fit(src.len(), stride, groups)
+                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
+        );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
         let mut g = 0;
         // SAFETY: every tile starts at `g <= groups - 16` (full tiles, then
@@ -274,7 +295,11 @@ mod x86 {
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn bits1_avx2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(groups >= 32 && 7 * stride + groups <= src.len() && 8 * groups <= dst.len());
+        assert!(
+            groups >= 32
+                && rows_fit(src.len(), stride, groups)
+                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
+        );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
         let mut g = 0;
         // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`.
@@ -433,6 +458,28 @@ mod tests {
     fn avx2_matches_scalar() {
         if level() == Level::Avx2 {
             check_all(Level::Avx2, "avx2");
+        }
+    }
+
+    #[test]
+    fn unaligned_buffers() {
+        let mut seed = 19u64;
+        let big = bytes(70_000, &mut seed);
+        for ts in [1usize, 2, 3, 4, 8, 12, 16] {
+            for (so, dof) in [(1usize, 0usize), (3, 5), (7, 13), (0, 31)] {
+                let len = 64_000 / ts * ts + ts - 1;
+                let src = &big[so..so + len];
+                let mut out = vec![0u8; len + 64];
+                let mut want = vec![0u8; len];
+                bitunshuffle(ts, src, &mut out[dof..dof + len], 5).unwrap();
+                scalar_bitunshuffle(ts, src, &mut want, 5);
+                assert_eq!(
+                    &out[dof..dof + len],
+                    &want[..],
+                    "ts {ts} offsets {so} {dof}"
+                );
+                assert!(out[..dof].iter().chain(&out[dof + len..]).all(|&b| b == 0));
+            }
         }
     }
 

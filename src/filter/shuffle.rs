@@ -6,9 +6,13 @@
 //!
 //! On x86_64 the transpose runs on vectors: `typesize` rows of 16 (SSE2) or
 //! 32 (AVX2) bytes are interleaved by `log2(typesize)` rounds of byte
-//! unpacks, which leaves the 16 or 32 elements in order. Typesizes that are
-//! not a power of two are cut into groups of 16, 8, 4, 2 and 1 rows, each
-//! transposed the same way. Elsewhere a portable tiled transpose is used.
+//! unpacks, which leaves the 16 or 32 elements in order (AVX2 for typesizes
+//! 2, 4, 8 and 16, SSE2 for the rest). Typesizes 3, 5-7 and 9-15 are
+//! transposed as the next power of two, each element stored with its padding
+//! bytes that the next element then overwrites; the last tile, and larger
+//! typesizes, are cut into groups of 16, 8, 4, 2 and 1 rows, each transposed
+//! the same way. The instruction set is detected once (`simd::level`).
+//! Elsewhere a portable tiled transpose is used.
 
 use super::simd::{level, Level};
 
@@ -156,6 +160,9 @@ pub(crate) mod x86 {
 
     /// The same network on 256-bit vectors: unpacks work within each 128-bit
     /// lane, so lane 0 transposes elements 0..16 and lane 1 elements 16..32.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn net256<const TS: usize>(mut v: [__m256i; TS]) -> [__m256i; TS] {
@@ -283,13 +290,65 @@ pub(crate) mod x86 {
         }
     }
 
+    /// Transpose elements `i..i + 16` of a `ts x n` matrix, `ts < P < 2 * ts`
+    /// (`P` a power of two <= 16), as if it had `P` rows: the missing rows
+    /// repeat row 0, and each element is stored as `P` bytes at `e * ts`,
+    /// in ascending order, so its last `P - ts` (wrong) bytes fall on the
+    /// start of the next element and are overwritten by it. Those of the
+    /// last element fall on element `i + 16`, which a later tile rewrites.
+    ///
+    /// # Safety
+    /// `s` and `d` valid for `ts * n` bytes and `i + 17 <= n`. Reads: rows
+    /// `j < ts` at `j * n + i`, 16 bytes, within row `j`. Writes: element
+    /// `i + e` at `(i + e) * ts .. + P`, and `P < 2 * ts` keeps the last
+    /// one below `(i + 17) * ts <= n * ts`.
+    #[inline(always)]
+    unsafe fn padded<const P: usize>(s: *const u8, d: *mut u8, ts: usize, n: usize, i: usize) {
+        let mut v = [_mm_setzero_si128(); P];
+        for (r, x) in v.iter_mut().enumerate() {
+            let j = if r < ts { r } else { 0 };
+            *x = _mm_loadu_si128(s.add(j * n + i).cast());
+        }
+        let o = net128::<P>(v);
+        let mut buf = [0u8; 256];
+        for (k, x) in o.iter().enumerate() {
+            // 16 * k + 16 <= 16 * P <= 256.
+            _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
+        }
+        for e in 0..16 {
+            std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * P), d.add((i + e) * ts), P);
+        }
+    }
+
     /// SSE2 transpose of a `ts x n` matrix for any `ts >= 2`, `n >= 16`.
     pub(crate) fn generic_sse2(ts: usize, src: &[u8], dst: &mut [u8], n: usize) {
         assert!(
             ts >= 2 && n >= 16 && n.checked_mul(ts) == Some(src.len()) && src.len() == dst.len()
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // Small typesizes that are not a power of two: padded to the next
+        // one while another element follows the tile (see `padded`).
+        let pad = match ts {
+            3 => 4,
+            5..=7 => 8,
+            9..=15 => 16,
+            _ => 0,
+        };
         let mut i = 0;
+        if pad > 0 {
+            // SAFETY: `i + 17 <= n` before each call; the buffers hold
+            // `ts * n` bytes (asserted); `ts < pad < 2 * ts`.
+            unsafe {
+                while i + 17 <= n {
+                    match pad {
+                        4 => padded::<4>(s, d, ts, n, i),
+                        8 => padded::<8>(s, d, ts, n, i),
+                        _ => padded::<16>(s, d, ts, n, i),
+                    }
+                    i += 16;
+                }
+            }
+        }
         while i < n {
             // Full tiles, then one last tile overlapping the previous one.
             let t = if i + 16 <= n { i } else { n - 16 };
@@ -396,6 +455,28 @@ mod tests {
     fn avx2_matches_scalar() {
         if level() == Level::Avx2 {
             check_all(at_level(Level::Avx2), "avx2");
+        }
+    }
+
+    #[test]
+    fn unaligned_buffers() {
+        let mut seed = 17u64;
+        let big = bytes(70_000, &mut seed);
+        for ts in [2usize, 3, 4, 7, 8, 12, 16, 24] {
+            for (so, dof) in [(1usize, 0usize), (3, 5), (7, 13), (0, 31)] {
+                let len = 64_000 + ts - 1;
+                let src = &big[so..so + len];
+                let mut out = vec![0u8; len + 64];
+                let mut want = vec![0u8; len];
+                unshuffle(ts, src, &mut out[dof..dof + len]);
+                scalar_unshuffle(ts, src, &mut want);
+                assert_eq!(
+                    &out[dof..dof + len],
+                    &want[..],
+                    "ts {ts} offsets {so} {dof}"
+                );
+                assert!(out[..dof].iter().chain(&out[dof + len..]).all(|&b| b == 0));
+            }
         }
     }
 
