@@ -7,6 +7,49 @@ use common::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+type Opened = Arc<Vec<(Arc<bloscfs::Container>, Arc<Vec<u8>>)>>;
+
+/// Open fixtures with `env`, each with its reference bytes.
+fn open_all(names: &[&str], env: &Env) -> Opened {
+    Arc::new(
+        names
+            .iter()
+            .map(|n| {
+                (
+                    Arc::new(open_path_with(&fixture(n), env).unwrap().unwrap()),
+                    Arc::new(reference_bytes(n)),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// `blocks-lz4.b2frame` with 64 bytes in the middle of chunk 1's streams
+/// flipped, written to `dir/damaged.b2frame`; returns its path.
+fn damaged_copy(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("damaged.b2frame");
+    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let good = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &Env::default())
+        .unwrap()
+        .unwrap();
+    let bad_at = match good.chunks()[1].loc {
+        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        _ => unreachable!(),
+    };
+    for b in &mut bytes[bad_at..bad_at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    p
+}
+
 fn decoded(env: &Env) -> u64 {
     env.stats.blocks_decoded.load(Ordering::Relaxed)
 }
@@ -73,16 +116,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
     ];
     // A cache far smaller than the working set (64 KiB blocks).
     let env = Env::new(256 << 10);
-    let files: Vec<_> = names
-        .iter()
-        .map(|n| {
-            (
-                Arc::new(open_path_with(&fixture(n), &env).unwrap().unwrap()),
-                Arc::new(reference_bytes(n)),
-            )
-        })
-        .collect();
-    let files = Arc::new(files);
+    let files = open_all(&names, &env);
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
             let files = files.clone();
@@ -90,9 +124,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
             std::thread::spawn(move || {
                 let mut seed = 0x1234_5678_9abc_def1u64 ^ (t << 32);
                 for _ in 0..400 {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
+                    xorshift(&mut seed);
                     let (c, whole) = &files[(seed % files.len() as u64) as usize];
                     let off = (seed >> 8) % whole.len() as u64;
                     let len = ((seed >> 40) % 200_000) as usize;
@@ -114,21 +146,8 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
 #[test]
 fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("damaged.b2frame");
-    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let p = damaged_copy(dir.path());
     let env = Env::new(16 << 20);
-    let good = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-        .unwrap()
-        .unwrap();
-    // Damage the middle of chunk 1's streams.
-    let bad_at = match good.chunks()[1].loc {
-        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
-        _ => unreachable!(),
-    };
-    for b in &mut bytes[bad_at..bad_at + 64] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&p, &bytes).unwrap();
     let c = open_path_with(&p, &env).unwrap().unwrap();
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let mut buf = vec![0u8; c.len() as usize];
@@ -156,28 +175,14 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
     // Decode-ahead on (two workers) and a cache smaller than what it queues.
     let mut env = Env::with_workers(192 << 10, 2);
     env.decode_ahead = 1 << 20;
-    let files: Vec<_> = names
-        .iter()
-        .map(|n| {
-            (
-                Arc::new(open_path_with(&fixture(n), &env).unwrap().unwrap()),
-                Arc::new(reference_bytes(n)),
-            )
-        })
-        .collect();
-    let files = Arc::new(files);
+    let files = open_all(&names, &env);
     let threads: Vec<_> = (0..6u64)
         .map(|t| {
             let files = files.clone();
             let env = env.clone();
             std::thread::spawn(move || {
                 let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t << 40);
-                let mut next = || {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed
-                };
+                let mut next = || xorshift(&mut seed);
                 for _ in 0..12 {
                     let (c, whole) = &files[(next() % files.len() as u64) as usize];
                     // Walk forward from a random start in requests of
@@ -249,19 +254,10 @@ fn a_sequential_reader_gets_its_next_blocks_decoded_ahead_once() {
 #[test]
 fn decode_ahead_does_not_hide_a_damaged_block() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("damaged.b2frame");
-    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let p = damaged_copy(dir.path());
     let probe = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &Env::default())
         .unwrap()
         .unwrap();
-    let bad_at = match probe.chunks()[1].loc {
-        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
-        _ => unreachable!(),
-    };
-    for b in &mut bytes[bad_at..bad_at + 64] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&p, &bytes).unwrap();
     let mut env = Env::with_workers(16 << 20, 2);
     env.decode_ahead = 4 << 20;
     let c = open_path_with(&p, &env).unwrap().unwrap();
