@@ -616,18 +616,7 @@ fn damaged_chunk_is_eio_for_that_range_only_and_logged_once() {
         return;
     }
     let m = Mount::prepare();
-    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
-    let good = bloscfs::open_path(&fixture("frame/blocks-lz4.b2frame"))
-        .unwrap()
-        .unwrap();
-    let bad_at = match good.chunks()[1].loc {
-        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
-        _ => unreachable!(),
-    };
-    for b in &mut bytes[bad_at..bad_at + 64] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(m.src().join("damaged.b2frame"), &bytes).unwrap();
+    damaged_copy(&m.src());
     let log = m.dir.path().join("log");
     let mut m = m;
     let child = Command::new(BIN)
