@@ -231,6 +231,60 @@ impl Container {
         Ok(n)
     }
 
+    /// Are presented bytes `offset..offset+len` all in zero chunks, as known
+    /// from the index or chunk headers already read (nothing is read or
+    /// decoded)? A read of a hole can then be answered without writing zeros.
+    pub fn is_zero(&self, offset: u64, len: u64) -> bool {
+        if len == 0 || offset.saturating_add(len) > self.len() {
+            return false;
+        }
+        let (hl, nd) = match &self.view {
+            View::Raw => return self.raw_is_zero(offset, len),
+            View::Npy { header, nd, .. } => (header.len() as u64, nd),
+        };
+        if offset < hl {
+            return false;
+        }
+        let d = offset - hl;
+        match nd {
+            None => self.raw_is_zero(d, len),
+            Some(nd) => {
+                let is = nd.itemsize;
+                let e0 = d / is;
+                let e1 = (d + len).div_ceil(is);
+                let mut all = true;
+                let walked = nd.for_each_run(e0, e1 - e0, |raw, k| {
+                    all = all && self.raw_is_zero(raw, k * is);
+                    Ok(())
+                });
+                all && walked.is_ok()
+            }
+        }
+    }
+
+    fn raw_is_zero(&self, off: u64, len: u64) -> bool {
+        let end = off.saturating_add(len);
+        if len == 0 || end > self.raw_len() {
+            return false;
+        }
+        let chunks = &self.index.chunks;
+        let mut ci = self.chunk_at(off);
+        while ci < chunks.len() && chunks[ci].uoff < end {
+            let zero = match &chunks[ci].loc {
+                ChunkLoc::Special { kind, .. } => kind.is_zeros(),
+                ChunkLoc::Stored { .. } => self.layouts[ci]
+                    .get()
+                    .and_then(|l| l.special)
+                    .is_some_and(|k| k.is_zeros()),
+            };
+            if !zero {
+                return false;
+            }
+            ci += 1;
+        }
+        true
+    }
+
     /// Queue the blocks of presented bytes `from..from+len` that are neither
     /// cached nor queued.
     fn decode_ahead(&self, from: u64, len: u64) {

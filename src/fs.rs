@@ -7,6 +7,7 @@
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. Everything else passes through.
 
+use crate::cache::Stats;
 use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
@@ -178,6 +179,20 @@ pub struct Fs {
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
 }
+
+/// What `Fs::read_into` produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    /// The bytes read are in the buffer.
+    Buf,
+    /// `n` zero bytes (all in zero chunks): the buffer was not touched;
+    /// answer from `ZEROS`.
+    Zeros(usize),
+}
+
+/// Zero bytes to answer reads of holes from (in .bss: the kernel's shared
+/// zero page, no memory of ours). Reads longer than this are filled.
+pub static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
 
 /// Make `buf` `n` bytes long, zeroing only bytes it never held.
 fn set_len(buf: &mut Vec<u8>, n: usize) {
@@ -660,7 +675,13 @@ impl Fs {
     /// Read up to `size` bytes at `offset` into `buf` (its length becomes the
     /// bytes read; its old contents are overwritten, not zeroed first: a
     /// 1 MiB request would otherwise be written twice).
-    pub fn read_into(&self, fh: u64, offset: u64, size: u32, buf: &mut Vec<u8>) -> Result<(), i32> {
+    pub fn read_into(
+        &self,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        buf: &mut Vec<u8>,
+    ) -> Result<Filled, i32> {
         let h = self.handle(fh)?;
         match &*h {
             Handle::Plain(f) => {
@@ -675,7 +696,7 @@ impl Fs {
                     }
                 }
                 buf.truncate(done);
-                Ok(())
+                Ok(Filled::Buf)
             }
             Handle::Container(c, sp, stamp) => {
                 // A source rewritten or truncated under an open handle: EIO
@@ -694,14 +715,20 @@ impl Fs {
                 let len = c.len();
                 if offset >= len {
                     buf.clear();
-                    return Ok(());
+                    return Ok(Filled::Buf);
                 }
                 let n = (size as u64).min(len - offset) as usize;
+                if n <= ZEROS.len() && c.is_zero(offset, n as u64) {
+                    let st = &c.env().stats;
+                    Stats::add(&st.special_bytes_served, n as u64);
+                    Stats::add(&st.bytes_served, n as u64);
+                    return Ok(Filled::Zeros(n));
+                }
                 set_len(buf, n);
                 match c.read_at(offset, buf) {
                     Ok(got) => {
                         buf.truncate(got);
-                        Ok(())
+                        Ok(Filled::Buf)
                     }
                     Err(e) => {
                         // One line per (file, chunk, reason), not per read.
@@ -719,7 +746,9 @@ impl Fs {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, i32> {
         let mut v = Vec::new();
-        self.read_into(fh, offset, size, &mut v)?;
+        if let Filled::Zeros(n) = self.read_into(fh, offset, size, &mut v)? {
+            v = vec![0; n];
+        }
         Ok(v)
     }
 
@@ -756,14 +785,14 @@ impl Fs {
                 let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
                 for (ci, e) in chunks.iter().enumerate().skip(start) {
                     let hole = match &e.loc {
-                        ChunkLoc::Special { kind, .. } => is_hole(*kind),
+                        ChunkLoc::Special { kind, .. } => kind.is_zeros(),
                         // A stored chunk whose header says "all zeros" is a hole too
                         // (reads its header once; an unreadable one counts as data).
                         ChunkLoc::Stored { .. } => c
                             .layout(ci)
                             .ok()
                             .and_then(|l| l.special)
-                            .is_some_and(is_hole),
+                            .is_some_and(|k| k.is_zeros()),
                     };
                     if hole == want_hole {
                         return Ok(e.uoff.max(off) as i64);
@@ -879,11 +908,6 @@ impl Fs {
             s.f_frsize,
         ])
     }
-}
-
-fn is_hole(kind: crate::format::chunk::Special) -> bool {
-    use crate::format::chunk::Special;
-    matches!(kind, Special::Zeros | Special::Uninit)
 }
 
 /// Presented names for one directory's entries (sorted by source name).
