@@ -338,15 +338,28 @@ def main():
         if not os.path.exists(zp):
             z = blosc2.zeros((16 << 30,), dtype="u1", chunks=(8 * MB,), blocks=(256 << 10,), urlpath=zp, mode="w")
             z[: 64 * MB] = np.frombuffer(np.random.default_rng(3).bytes(64 * MB), dtype="u1")
-        m = Mount(src, mp, opts="cache_size=64M")
-        t0 = time.perf_counter()
-        read_seq(os.path.join(mp, "zeros16g.npy"), 4 * MB)
-        t_z = time.perf_counter() - t0
-        hwm = m.rss_hwm_kib()
-        m.close()
+        # Ours and the floor over the same volume with the same reads,
+        # alternately, best of two each: the first 16 GiB pass after a while
+        # pays for the kernel finding pages for its page cache (measured
+        # 3.7 then 5.9 GB/s back to back), and a floor measured on 512 MiB
+        # pays nothing of the kind.
+        t_z, t_zf, hwm = [], [], 0
+        for _ in range(2):
+            m = Mount(src, mp, opts="cache_size=64M")
+            t0 = time.perf_counter()
+            zn = read_seq(os.path.join(mp, "zeros16g.npy"), 4 * MB)
+            t_z.append(time.perf_counter() - t0)
+            hwm = max(hwm, m.rss_hwm_kib())
+            m.close()
+            fl = Floor(fmp, zn)
+            t0 = time.perf_counter()
+            read_seq(os.path.join(fmp, "data"), 4 * MB)
+            t_zf.append(time.perf_counter() - t0)
+            fl.close()
+        t_z, t_zf = min(t_z), min(t_zf)
         row("memory", "daemon VmHWM after reading 16 GiB (cache_size=64M)", hwm / 1024, "MiB", None, "<= 96 MiB")
-        row("memory", "16 GiB mostly-zero frame read", (16 << 30) / t_z / 1e9, "GB/s", (16 << 30) / t_z / floor_rate,
-            "zero chunks at the FUSE floor (1.0x)")
+        row("memory", f"16 GiB mostly-zero frame read vs the FUSE floor over 16 GiB ({zn / t_zf / 1e9:.2f} GB/s)",
+            zn / t_z / 1e9, "GB/s", t_zf / t_z, "zero chunks at the FUSE floor (1.0x)")
 
         # 7. 10,000 small containers: mount + ls -l
         tree = os.path.join(d, "tree")
