@@ -75,7 +75,7 @@ for t in "$@"; do
             | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done
     ) >"$logs/$t.log" || true
     # The sparse_frame target writes its files under a per-process temp dir.
-    rm -rf "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-*
+    rm -rf "${TMPDIR:-/dev/shm}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*
     table "$t" | tail -1
 done
 echo
