@@ -10,6 +10,9 @@
 # plateaued when its coverage ("cov") stopped growing well before the end
 # (the "no new cov" column). A crash, timeout or OOM does not stop the
 # campaign: it is reported and its input left in fuzz/artifacts/TARGET/.
+# FUZZ_TIMEOUT (default 10) is libFuzzer's per-input timeout in seconds; on
+# a loaded machine a stalled process can trip 10 s (reproduce before
+# believing a timeout: run the target binary on the artifact alone).
 # Not for CI (CI runs scripts/fuzz.sh 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,12 +70,12 @@ for t in "$@"; do
         cd fuzz
         SECONDS=0
         cargo fuzz run -O "$t" "corpus/$t" -- \
-            -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+            -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
             -max_len=1048576 -print_final_stats=1 2>&1 \
             | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done
     ) >"$logs/$t.log" || true
     # The sparse_frame target writes its files under a per-process temp dir.
-    rm -rf "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-*
+    rm -rf "${TMPDIR:-/dev/shm}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*
     table "$t" | tail -1
 done
 echo

@@ -9,7 +9,14 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// One pool for every input (a pool per input would start threads for each).
+fn pool() -> Arc<bloscfs::ahead::Ahead> {
+    static POOL: OnceLock<Arc<bloscfs::ahead::Ahead>> = OnceLock::new();
+    POOL.get_or_init(|| Arc::new(bloscfs::ahead::Ahead::new(2)))
+        .clone()
+}
 
 fuzz_target!(|data: &[u8]| {
     let (off, len) = match data.len().checked_sub(10) {
@@ -20,12 +27,25 @@ fuzz_target!(|data: &[u8]| {
         None => (0, 4096),
     };
     let src = Arc::new(bloscfs::io::MemSource::new(data.to_vec()));
-    let env = bloscfs::Env::new(1 << 20);
+    let mut env = bloscfs::Env::with_workers(1 << 20, 0);
+    env.ahead = pool();
+    // An odd window length also turns decode-ahead on: the whole read then
+    // queues the following blocks, and the window read meets them.
+    if len & 1 == 1 {
+        env.decode_ahead = 256 << 10;
+    }
     if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("fuzz-input"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let _ = c.read_at(0, &mut whole);
+        let at = off % total.saturating_add(1);
         let mut window = vec![0u8; len as usize];
-        let _ = c.read_at(off % total.saturating_add(1), &mut window);
+        if let Ok(n) = c.read_at(at, &mut window) {
+            // A range the index calls all zero chunks must read as zeros
+            // (reads of it are answered without decoding anything).
+            if c.is_zero(at, n as u64) {
+                assert!(window[..n].iter().all(|&b| b == 0), "is_zero but not zeros");
+            }
+        }
     }
 });

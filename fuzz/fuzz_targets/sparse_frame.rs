@@ -16,7 +16,14 @@ const MAX_CHUNKS: usize = 8;
 fn dir() -> &'static PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("bloscfs-fuzz-sframe-{}", std::process::id()));
+        // Files are rewritten every run: on tmpfs that is 5x faster than on
+        // a journaling /tmp (measured: 1200 runs in 0.85 s instead of 4 s).
+        let shm = std::path::Path::new("/dev/shm");
+        let base = match std::env::var_os("TMPDIR") {
+            None if shm.is_dir() => shm.to_path_buf(),
+            _ => std::env::temp_dir(),
+        };
+        let d = base.join(format!("bloscfs-fuzz-sframe-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         d
     })
@@ -38,35 +45,17 @@ fn split(data: &[u8]) -> Vec<&[u8]> {
     parts
 }
 
-/// KNOWN BUG, not fixed yet (src/container.rs; tests/regress.rs
-/// `sframe_chunk_cbytes_beyond_file_reads_2gib`): a sparse-frame chunk file
-/// whose header claims more cbytes than the file holds makes a read zero-fill
-/// a buffer of that claimed size (up to 2 GiB), which is then kept. Found
-/// within 30 s every run, it hid everything else; until it is fixed, the
-/// claimed cbytes (header bytes 12..16) is lowered to the file's length.
-/// Set BLOSCFS_FUZZ_NO_CLAMP=1 to fuzz without this.
-fn clamp_cbytes(c: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    static OFF: OnceLock<bool> = OnceLock::new();
-    if *OFF.get_or_init(|| std::env::var_os("BLOSCFS_FUZZ_NO_CLAMP").is_some()) || c.len() < 16 {
-        return c.into();
-    }
-    let claimed = u32::from_le_bytes(c[12..16].try_into().unwrap());
-    if claimed as usize <= c.len() {
-        return c.into();
-    }
-    let mut v = c.to_vec();
-    v[12..16].copy_from_slice(&(c.len() as u32).to_le_bytes());
-    v.into()
-}
-
 fuzz_target!(|data: &[u8]| {
     let d = dir();
+    // Recreated if gone (a cleanup of /dev/shm by a concurrent campaign
+    // script once made a write here fail and look like a crash).
+    std::fs::create_dir_all(d).unwrap();
     let parts = split(data);
     std::fs::write(d.join("chunks.b2frame"), parts[0]).unwrap();
     for i in 0..MAX_CHUNKS {
         let p = d.join(format!("{i:08X}.chunk"));
         match parts.get(i + 1) {
-            Some(c) => std::fs::write(&p, clamp_cbytes(c)).unwrap(),
+            Some(c) => std::fs::write(&p, c).unwrap(),
             None => {
                 let _ = std::fs::remove_file(&p);
             }
