@@ -226,27 +226,35 @@ def main():
         p = files[name]
         s = blosc2.open(p)
         t_ref = median_time(lambda: [s.decompress_chunk(i) for i in range(s.nchunks)], a.runs)
-        ts = []
-        for _ in range(a.runs):
-            drop_caches()
-            m = Mount(src, mp)
-            t = time.perf_counter()
-            read_seq(os.path.join(mp, os.path.basename(p)[: -len(".b2frame")]))
-            ts.append(time.perf_counter() - t)
-            m.close()
-        t_us = statistics.median(ts)
+        t_by = {}
+        for opts in ["", "decode_ahead=4M"]:
+            ts = []
+            for _ in range(a.runs):
+                drop_caches()
+                m = Mount(src, mp, opts=opts)
+                t = time.perf_counter()
+                read_seq(os.path.join(mp, os.path.basename(p)[: -len(".b2frame")]))
+                ts.append(time.perf_counter() - t)
+                m.close()
+            t_by[opts] = statistics.median(ts)
+        t_us = t_by[""]
         ceiling = 1 / (1 / floor_rate + 1 / dec_rate[name])
         tgt = "0.6x" if name.startswith("zstd") else "0.45x"
         row("sequential", f"{name}: cold mount 1 MiB reads vs C-Blosc2 in-process", nbytes / t_us / 1e9, "GB/s",
             t_ref / t_us, tgt)
         row("sequential", f"{name}: vs ceiling 1/(1/FUSE floor + 1/decode)", nbytes / t_us / 1e9, "GB/s",
             (nbytes / t_us) / ceiling, "0.9x")
+        row("sequential", f"{name}: with -o decode_ahead=4M (ratio > 1: the default is faster)",
+            nbytes / t_by["decode_ahead=4M"] / 1e9, "GB/s", t_by["decode_ahead=4M"] / t_us)
 
     # 3. cold random 4 KiB preads vs get_slice
     s = blosc2.open(p0)
     rng = random.Random(1)
     offs = [rng.randrange(0, nbytes - 4096) // 8 * 8 for _ in range(300 if not a.quick else 100)]
+    all_cpus = os.sched_getaffinity(0)
     for pin in [None, 0]:
+        # Pinned: the daemon, this reader and get_slice all on CPU 0.
+        os.sched_setaffinity(0, {pin} if pin is not None else all_cpus)
         drop_caches()
         m = Mount(src, mp, pin=pin)
         path = os.path.join(mp, os.path.basename(p0)[: -len(".b2frame")])
@@ -282,6 +290,7 @@ def main():
             p50 * 1e6, "us", p50 / r50, "<= 1.0x")
         row("random 4K", f"{tag}: p99 {p99 * 1e6:.0f} us vs get_slice {r99 * 1e6:.0f} us", p99 * 1e6, "us", p99 / r99)
         row("random 4K", f"{tag}: block-cache hit p50", hits[len(hits) // 2] * 1e6, "us", None, "<= 30 us")
+    os.sched_setaffinity(0, all_cpus)
 
     # 4. warm re-read (kernel page cache kept across opens)
     m = Mount(src, mp)
@@ -329,15 +338,28 @@ def main():
         if not os.path.exists(zp):
             z = blosc2.zeros((16 << 30,), dtype="u1", chunks=(8 * MB,), blocks=(256 << 10,), urlpath=zp, mode="w")
             z[: 64 * MB] = np.frombuffer(np.random.default_rng(3).bytes(64 * MB), dtype="u1")
-        m = Mount(src, mp, opts="cache_size=64M")
-        t0 = time.perf_counter()
-        read_seq(os.path.join(mp, "zeros16g.npy"), 4 * MB)
-        t_z = time.perf_counter() - t0
-        hwm = m.rss_hwm_kib()
-        m.close()
+        # Ours and the floor over the same volume with the same reads,
+        # alternately, best of two each: the first 16 GiB pass after a while
+        # pays for the kernel finding pages for its page cache (measured
+        # 3.7 then 5.9 GB/s back to back), and a floor measured on 512 MiB
+        # pays nothing of the kind.
+        t_z, t_zf, hwm = [], [], 0
+        for _ in range(2):
+            m = Mount(src, mp, opts="cache_size=64M")
+            t0 = time.perf_counter()
+            zn = read_seq(os.path.join(mp, "zeros16g.npy"), 4 * MB)
+            t_z.append(time.perf_counter() - t0)
+            hwm = max(hwm, m.rss_hwm_kib())
+            m.close()
+            fl = Floor(fmp, zn)
+            t0 = time.perf_counter()
+            read_seq(os.path.join(fmp, "data"), 4 * MB)
+            t_zf.append(time.perf_counter() - t0)
+            fl.close()
+        t_z, t_zf = min(t_z), min(t_zf)
         row("memory", "daemon VmHWM after reading 16 GiB (cache_size=64M)", hwm / 1024, "MiB", None, "<= 96 MiB")
-        row("memory", "16 GiB mostly-zero frame read", (16 << 30) / t_z / 1e9, "GB/s", (16 << 30) / t_z / floor_rate,
-            "zero chunks at the FUSE floor (1.0x)")
+        row("memory", f"16 GiB mostly-zero frame read vs the FUSE floor over 16 GiB ({zn / t_zf / 1e9:.2f} GB/s)",
+            zn / t_z / 1e9, "GB/s", t_zf / t_z, "zero chunks at the FUSE floor (1.0x)")
 
         # 7. 10,000 small containers: mount + ls -l
         tree = os.path.join(d, "tree")
@@ -373,6 +395,12 @@ def main():
             os.remove(raw)
         rmp = os.path.join(d, "rat")
         os.makedirs(rmp, exist_ok=True)
+        subprocess.run([rat, tgz, rmp], check=True, capture_output=True, timeout=1800)  # builds the index
+        wait_mounted(rmp)
+        subprocess.run(["fusermount", "-u", rmp], capture_output=True)
+        subprocess.run(["fusermount3", "-u", rmp], capture_output=True)
+        # Cold, like ours: caches dropped, a fresh mount (the index is kept).
+        drop_caches()
         subprocess.run([rat, tgz, rmp], check=True, capture_output=True, timeout=1800)
         wait_mounted(rmp)
         t_rseq = median_time(lambda: read_seq(os.path.join(rmp, "series")), 1)
@@ -415,6 +443,12 @@ def main():
 
     if a.doc:
         cpu = sh("grep -m1 'model name' /proc/cpuinfo").stdout.split(":")[1].strip()
+        # Sections other tools write (the criterion kernels) are kept.
+        kept = ""
+        if os.path.exists(a.doc):
+            old = open(a.doc).read()
+            if "\n## " in old:
+                kept = old[old.index("\n## "):]
         with open(a.doc, "w") as f:
             f.write("# Performance\n\n")
             f.write(f"Measured by `scripts/bench.py --size {a.size} --runs {a.runs}` on {time.strftime('%Y-%m-%d')}, "
@@ -425,6 +459,7 @@ def main():
             f.write("| section | measurement | value | ratio | target |\n|---|---|---|---|---|\n")
             for sec, what, v, unit, r, tgt in ROWS:
                 f.write(f"| {sec} | {what} | {v:,.3f} {unit} | {'' if r is None else f'{r:.2f}x'} | {tgt or ''} |\n")
+            f.write(kept)
         print(f"wrote {a.doc}")
 
 

@@ -9,10 +9,19 @@ use std::sync::Arc;
 /// (container id, chunk number, block number)
 pub type BlockKey = (u64, u64, u32);
 
+/// A decoded block. A `Vec` behind the `Arc` (not `Arc<[u8]>`) so that a
+/// block goes into the cache without a copy and comes back out of it, when
+/// evicted or consumed, as a buffer to decode the next block into.
+pub type Block = Arc<Vec<u8>>;
+
+/// Spare buffers kept for reuse, at most.
+const SPARES: usize = 4;
+const SPARE_BYTES: usize = 16 << 20;
+
 const SHARDS: usize = 8;
 
 struct Shard {
-    lru: LruCache<BlockKey, Arc<[u8]>>,
+    lru: LruCache<BlockKey, Block>,
     bytes: usize,
 }
 
@@ -20,6 +29,9 @@ pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     shard_budget: usize,
     bytes: AtomicU64,
+    /// Buffers of evicted or consumed blocks (their pages are mapped
+    /// already: decoding into fresh memory costs a page fault per 4 KiB).
+    spares: Mutex<Vec<Vec<u8>>>,
 }
 
 impl BlockCache {
@@ -37,6 +49,7 @@ impl BlockCache {
                 .collect(),
             shard_budget,
             bytes: AtomicU64::new(0),
+            spares: Mutex::new(Vec::new()),
         }
     }
 
@@ -49,21 +62,79 @@ impl BlockCache {
         &self.shards[(h >> 32) as usize % SHARDS]
     }
 
-    pub fn get(&self, key: &BlockKey) -> Option<Arc<[u8]>> {
+    pub fn get(&self, key: &BlockKey) -> Option<Block> {
         self.shard(key).lock().lru.get(key).cloned()
     }
 
+    /// Is `key` cached? (Does not count as a use.)
+    pub fn contains(&self, key: &BlockKey) -> bool {
+        self.shard(key).lock().lru.contains(key)
+    }
+
+    /// Drop one block (a reader consumed it whole: the page cache has it now).
+    pub fn remove(&self, key: &BlockKey) {
+        let v = {
+            let mut s = self.shard(key).lock();
+            let v = s.lru.pop(key);
+            if let Some(v) = &v {
+                s.bytes -= v.len();
+            }
+            v
+        };
+        if let Some(v) = v {
+            self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
+            self.recycle(v);
+        }
+    }
+
+    /// Keep the buffer of a block nobody else holds for reuse.
+    pub fn recycle(&self, b: Block) {
+        if let Ok(v) = Arc::try_unwrap(b) {
+            self.put_spare(v);
+        }
+    }
+
+    /// Add a spare buffer (dropped if the spare list is full).
+    pub fn put_spare(&self, v: Vec<u8>) {
+        let mut sp = self.spares.lock();
+        let held: usize = sp.iter().map(|b| b.len()).sum();
+        if sp.len() < SPARES && held + v.len() <= SPARE_BYTES {
+            sp.push(v);
+        }
+    }
+
+    /// A buffer of `len` bytes for decoding into: a spare of about that size
+    /// if there is one (its old contents are overwritten by the decoder), or
+    /// a new one. Also says how many spares of that size are left.
+    pub fn buffer(&self, len: usize) -> (Vec<u8>, usize) {
+        let fits = |b: &Vec<u8>| b.len() >= len && b.len() <= len.saturating_mul(2);
+        let mut sp = self.spares.lock();
+        let v = match sp.iter().position(fits) {
+            Some(i) => {
+                let mut v = sp.swap_remove(i);
+                v.truncate(len);
+                Some(v)
+            }
+            None => None,
+        };
+        let left = sp.iter().filter(|b| fits(b)).count();
+        drop(sp);
+        (v.unwrap_or_else(|| vec![0u8; len]), left)
+    }
+
     /// Insert a block; blocks larger than a shard's budget are not kept.
-    pub fn insert(&self, key: BlockKey, block: Arc<[u8]>) {
+    pub fn insert(&self, key: BlockKey, block: Block) {
         let size = block.len();
         if size > self.shard_budget {
             return;
         }
         let mut freed = 0usize;
+        let mut evicted = Vec::new();
         {
             let mut s = self.shard(&key).lock();
             if let Some(old) = s.lru.put(key, block) {
                 freed += old.len();
+                evicted.push(old);
             }
             s.bytes = s.bytes + size - freed;
             while s.bytes > self.shard_budget {
@@ -71,6 +142,7 @@ impl BlockCache {
                     Some((_, v)) => {
                         s.bytes -= v.len();
                         freed += v.len();
+                        evicted.push(v);
                     }
                     None => break,
                 }
@@ -78,6 +150,9 @@ impl BlockCache {
         }
         self.bytes.fetch_add(size as u64, Ordering::Relaxed);
         self.bytes.fetch_sub(freed as u64, Ordering::Relaxed);
+        for v in evicted {
+            self.recycle(v);
+        }
     }
 
     /// Drop every block of one container (when its source changed).
@@ -138,5 +213,53 @@ impl Stats {
             cache.bytes(),
             cache.budget()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicted_and_removed_blocks_become_spares_only_when_unshared() {
+        let c = BlockCache::new(8 * 1024); // shards of 1 KiB
+        let k = |i| (1u64, 0u64, i);
+        // Same shard for every key is not guaranteed: insert until evictions.
+        for i in 0..64 {
+            c.insert(k(i), Arc::new(vec![i as u8; 1000]));
+        }
+        assert!(c.bytes() <= c.budget());
+        let (v, _) = c.buffer(1000);
+        assert_eq!(
+            v.len(),
+            1000,
+            "a spare (or a new buffer) of the length asked"
+        );
+        // A block still held by a reader is not recycled.
+        let held = c.get(&k(63)).expect("last insert is cached");
+        c.remove(&k(63));
+        assert_eq!(held.len(), 1000);
+        let before = c.spares.lock().len();
+        c.recycle(held.clone());
+        assert_eq!(c.spares.lock().len(), before, "shared block recycled");
+        drop(held);
+    }
+
+    #[test]
+    fn spares_are_bounded_and_sized() {
+        let c = BlockCache::new(1 << 20);
+        for _ in 0..10 {
+            c.put_spare(vec![1u8; 4096]);
+        }
+        assert_eq!(c.spares.lock().len(), SPARES);
+        // Too big for the spare bytes bound.
+        let c2 = BlockCache::new(1 << 20);
+        c2.put_spare(vec![0u8; SPARE_BYTES + 1]);
+        assert!(c2.spares.lock().is_empty());
+        // A spare much larger than asked is not handed out.
+        let (v, left) = c.buffer(100);
+        assert_eq!((v.len(), left), (100, 0));
+        let (v, left) = c.buffer(3000);
+        assert_eq!((v.len(), left), (3000, 3));
     }
 }

@@ -84,7 +84,8 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
         }
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{CAT_USAGE}"))?;
-    let mut env = Env::new(64 << 20);
+    // Windows are decoded on all CPUs below: no decode-ahead pool.
+    let mut env = Env::with_workers(64 << 20, 0);
     env.verify_checksums = verify;
     let mut c = open_or_fail(&file, &env)?;
     if raw {

@@ -8,7 +8,8 @@
 //! and decoded. Blocks wholly inside the request are decoded straight into
 //! the caller's buffer.
 
-use crate::cache::{BlockCache, Stats};
+use crate::ahead::{Ahead, Claim};
+use crate::cache::{Block, BlockCache, BlockKey, Stats};
 use crate::decode;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -21,24 +22,47 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// What containers share: the block cache, the counters, and options.
+/// What containers share: the block cache, the decode-ahead pool, the
+/// counters, and options.
 #[derive(Clone)]
 pub struct Env {
     pub cache: Arc<BlockCache>,
     pub stats: Arc<Stats>,
+    pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,
+    /// How far past a sequential reader's last request to decode ahead
+    /// (bytes; 0: only the blocks asked for).
+    pub decode_ahead: u64,
 }
 
 impl Env {
+    /// A cache of `cache_bytes` and a pool of one thread per CPU (started on
+    /// first use).
     pub fn new(cache_bytes: u64) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Env::with_workers(cache_bytes, cpus)
+    }
+
+    /// `workers` pool threads (0: no pool: no decoding ahead, and spare
+    /// block buffers are not prepared in the background).
+    pub fn with_workers(cache_bytes: u64, workers: usize) -> Self {
         Env {
             cache: Arc::new(BlockCache::new(cache_bytes)),
             stats: Arc::new(Stats::default()),
+            ahead: Arc::new(Ahead::new(workers)),
             verify_checksums: true,
+            decode_ahead: DEFAULT_DECODE_AHEAD,
         }
     }
 }
+
+/// Default decode-ahead for sequential readers: off. Measured on 2 CPUs,
+/// the kernel's own read-ahead already keeps two requests in flight, one per
+/// FUSE thread, so both CPUs decode and decoding ahead only adds a copy
+/// (lz4 2.27 vs 2.02 GB/s, zstd 1.37 vs 1.30 with 4 MiB ahead). It pays
+/// where CPUs outnumber the requests in flight and codecs are slow.
+pub const DEFAULT_DECODE_AHEAD: u64 = 0;
 
 impl Default for Env {
     fn default() -> Self {
@@ -59,6 +83,11 @@ pub struct Container {
     layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
     env: Env,
     view: View,
+    /// Where the last read ended (presented offset): reads that start there
+    /// are sequential and get decode-ahead.
+    last_end: AtomicU64,
+    /// How far decode-ahead has queued (presented offset).
+    ahead_to: AtomicU64,
 }
 
 /// How the raw uncompressed content is presented.
@@ -87,6 +116,8 @@ impl Container {
             layouts: (0..n).map(|_| OnceLock::new()).collect(),
             env,
             view: View::Raw,
+            last_end: AtomicU64::new(0),
+            ahead_to: AtomicU64::new(0),
         })
     }
 
@@ -174,7 +205,142 @@ impl Container {
 
     /// Fill `buf` from offset `offset` of the presented file. Returns the
     /// bytes written: `buf.len()` unless the range runs past the end.
+    ///
+    /// A read that starts where the previous one ended (give or take its
+    /// own length: the kernel's read-ahead requests may arrive out of order)
+    /// queues the next `decode_ahead` bytes' blocks on the pool.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let ahead = self.env.decode_ahead;
+        let end = offset.saturating_add(buf.len() as u64);
+        let prev = self.last_end.swap(end, Ordering::Relaxed);
+        let n = self.read_view_at(offset, buf)?;
+        if ahead > 0 && end < self.len() {
+            if offset.abs_diff(prev) <= buf.len() as u64 {
+                // Only past what earlier reads queued: with several FUSE
+                // threads a slower request must not queue blocks a faster
+                // one has consumed already.
+                let target = end.saturating_add(ahead).min(self.len());
+                let from = end.max(self.ahead_to.fetch_max(target, Ordering::Relaxed));
+                if from < target {
+                    self.decode_ahead(from, target - from);
+                }
+            } else {
+                self.ahead_to.store(end, Ordering::Relaxed);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Are presented bytes `offset..offset+len` all in zero chunks, as known
+    /// from the index or chunk headers already read (nothing is read or
+    /// decoded)? A read of a hole can then be answered without writing zeros.
+    pub fn is_zero(&self, offset: u64, len: u64) -> bool {
+        if len == 0 || offset.saturating_add(len) > self.len() {
+            return false;
+        }
+        let (hl, nd) = match &self.view {
+            View::Raw => return self.raw_is_zero(offset, len),
+            View::Npy { header, nd, .. } => (header.len() as u64, nd),
+        };
+        if offset < hl {
+            return false;
+        }
+        let d = offset - hl;
+        match nd {
+            None => self.raw_is_zero(d, len),
+            Some(nd) => {
+                let is = nd.itemsize;
+                let e0 = d / is;
+                let e1 = (d + len).div_ceil(is);
+                let mut all = true;
+                let walked = nd.for_each_run(e0, e1 - e0, |raw, k| {
+                    all = all && self.raw_is_zero(raw, k * is);
+                    Ok(())
+                });
+                all && walked.is_ok()
+            }
+        }
+    }
+
+    fn raw_is_zero(&self, off: u64, len: u64) -> bool {
+        let end = off.saturating_add(len);
+        if len == 0 || end > self.raw_len() {
+            return false;
+        }
+        let chunks = &self.index.chunks;
+        let mut ci = self.chunk_at(off);
+        while ci < chunks.len() && chunks[ci].uoff < end {
+            let zero = match &chunks[ci].loc {
+                ChunkLoc::Special { kind, .. } => kind.is_zeros(),
+                ChunkLoc::Stored { .. } => self.layouts[ci]
+                    .get()
+                    .and_then(|l| l.special)
+                    .is_some_and(|k| k.is_zeros()),
+            };
+            if !zero {
+                return false;
+            }
+            ci += 1;
+        }
+        true
+    }
+
+    /// Queue the blocks of presented bytes `from..from+len` that are neither
+    /// cached nor queued.
+    fn decode_ahead(&self, from: u64, len: u64) {
+        let (hl, nd) = match &self.view {
+            View::Raw => return self.queue_raw(from, len),
+            View::Npy { header, nd, .. } => (header.len() as u64, nd),
+        };
+        let (from, len) = if from < hl {
+            (0, len.saturating_sub(hl - from))
+        } else {
+            (from - hl, len)
+        };
+        match nd {
+            None => self.queue_raw(from, len),
+            Some(nd) => {
+                let is = nd.itemsize;
+                let e0 = from / is;
+                let e1 = (from + len).div_ceil(is).min(nd.data_len() / is);
+                if e1 > e0 {
+                    let _ = nd.for_each_run(e0, e1 - e0, |raw, k| {
+                        self.queue_raw(raw, k * is);
+                        Ok(())
+                    });
+                }
+            }
+        }
+    }
+
+    /// Queue the blocks of raw bytes `off..off+len` (see `decode_ahead`).
+    fn queue_raw(&self, off: u64, len: u64) {
+        let end = off.saturating_add(len).min(self.raw_len());
+        if off >= end {
+            return;
+        }
+        let mut ci = self.chunk_at(off);
+        while ci < self.index.chunks.len() && self.index.chunks[ci].uoff < end {
+            let e = &self.index.chunks[ci];
+            if let ChunkLoc::Stored { src, offset, .. } = e.loc {
+                let Ok(layout) = self.layout(ci) else { return };
+                if layout.special.is_none() {
+                    let ctx = self.ctx(ci, layout, src, offset);
+                    let bs = ctx.layout.header.blocksize as u64;
+                    let a = off.max(e.uoff) - e.uoff;
+                    let b = end.min(e.uoff + e.ulen) - e.uoff;
+                    for i in (a / bs) as u32..=((b - 1) / bs) as u32 {
+                        if !ctx.queue(i) {
+                            return; // the queue is full: enough is ahead
+                        }
+                    }
+                }
+            }
+            ci += 1;
+        }
+    }
+
+    fn read_view_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let (header, nd) = match &self.view {
             View::Raw => return self.read_raw_at(offset, buf),
             View::Npy { header, nd, .. } => (header, nd),
@@ -300,6 +466,10 @@ impl Container {
                 self.verify_checksum(source.as_ref(), offset, cbytes, ck)?;
             }
         }
+        // The index may only bound the chunk (sparse frames record a
+        // placeholder so chunk files need not be opened at mount): the
+        // source's real length bounds it too, before any size is trusted.
+        let cbytes = cbytes.min(source.len().saturating_sub(offset));
         let head_len = (EXTENDED_HEADER_LEN as u64).min(cbytes) as usize;
         let mut head = vec![0u8; head_len];
         self.src_read(source.as_ref(), offset, &mut head)?;
@@ -356,6 +526,17 @@ impl Container {
         Ok(())
     }
 
+    fn ctx(&self, ci: usize, layout: Arc<ChunkLayout>, src: u32, offset: u64) -> ChunkCtx {
+        ChunkCtx {
+            id: self.id,
+            ci: ci as u64,
+            layout,
+            source: self.index.sources[src as usize].clone(),
+            offset,
+            env: self.env.clone(),
+        }
+    }
+
     /// Read bytes `a..a+out.len()` of chunk `ci`.
     fn read_chunk(&self, ci: usize, a: u64, out: &mut [u8]) -> Result<()> {
         let entry = &self.index.chunks[ci];
@@ -372,106 +553,241 @@ impl Container {
             ChunkLoc::Stored { src, offset, .. } => (*src, *offset),
         };
         let layout = self.layout(ci)?;
-        let h = &layout.header;
         if let Some(kind) = layout.special {
+            let h = &layout.header;
             decode::fill_special(kind, h.typesize as usize, &layout.value, a, out);
             Stats::add(&self.env.stats.special_bytes_served, out.len() as u64);
             return Ok(());
         }
-        let source = self.index.sources[src as usize].clone();
+        let ctx = self.ctx(ci, layout, src, offset);
+        let h = &ctx.layout.header;
         let bs = h.blocksize as u64;
+        let end = a + out.len() as u64;
         let first = (a / bs) as u32;
-        let last = ((a + out.len() as u64 - 1) / bs) as u32;
-        // Blocks wholly inside the request are decoded in place; partial ones
-        // go through the cache.
-        let mut block0: Option<Arc<[u8]>> = None;
-        if h.has_delta() && !h.memcpyed() && (first > 0 || last > 0) {
-            block0 = Some(self.cached_block(ci, &layout, source.as_ref(), offset, 0)?);
-        }
+        let last = ((end - 1) / bs) as u32;
+        // Is block `i` wholly inside the request (and decodable in place:
+        // block 0 of a delta chunk is needed by the others, so it is cached)?
+        let whole = |i: u32| {
+            let s = i as u64 * bs;
+            s >= a && s + h.block_len(i) as u64 <= end && !(ctx.delta() && i == 0)
+        };
+        let mut block0: Option<Block> = None;
         let mut wrote = 0usize;
         let mut i = first;
         while i <= last {
             let bstart = i as u64 * bs;
             let blen = h.block_len(i) as u64;
             let lo = a.max(bstart) - bstart;
-            let hi = (a + out.len() as u64).min(bstart + blen) - bstart;
+            let hi = end.min(bstart + blen) - bstart;
             let n = (hi - lo) as usize;
-            let dst = &mut out[wrote..wrote + n];
-            if lo == 0 && hi == blen && !(h.has_delta() && i == 0) {
-                // Whole block: find the run of whole blocks and read their
-                // streams with one positional read when they are adjacent.
-                let mut j = i;
-                while j < last
-                    && (j + 1) as u64 * bs + h.block_len(j + 1) as u64 <= a + out.len() as u64
-                    && layout.extents[(j + 1) as usize].start == layout.extents[j as usize].end
-                {
-                    j += 1;
-                }
-                let span_start = layout.extents[i as usize].start as u64;
-                let span_end = layout.extents[j as usize].end as u64;
-                let run_len = ((j - i) as u64 * bs + h.block_len(j) as u64) as usize;
-                let dst = &mut out[wrote..wrote + run_len];
-                READBUF.with(|rb| -> Result<()> {
-                    let mut rb = rb.borrow_mut();
-                    rb.resize((span_end - span_start) as usize, 0);
-                    self.src_read(source.as_ref(), offset + span_start, &mut rb)?;
-                    for k in i..=j {
-                        let e = layout.extents[k as usize];
-                        let data = &rb[(e.start as u64 - span_start) as usize
-                            ..(e.end as u64 - span_start) as usize];
-                        let o = ((k - i) as u64 * bs) as usize;
-                        let d = &mut dst[o..o + h.block_len(k) as usize];
-                        decode::decode_block(&layout, k, data, block0.as_deref(), d)
-                            .map_err(|e| e.in_block(k as u64))?;
-                        Stats::add(&self.env.stats.blocks_decoded, 1);
-                    }
-                    Ok(())
-                })?;
-                wrote += run_len;
-                i = j + 1;
+            if !whole(i) {
+                let block = ctx.cached_block(i)?;
+                out[wrote..wrote + n].copy_from_slice(&block[lo as usize..hi as usize]);
+                wrote += n;
+                i += 1;
                 continue;
             }
-            let block = self.cached_block(ci, &layout, source.as_ref(), offset, i)?;
-            dst.copy_from_slice(&block[lo as usize..hi as usize]);
-            wrote += n;
-            i += 1;
+            if ctx.delta() && block0.is_none() {
+                block0 = Some(ctx.cached_block(0)?);
+            }
+            let dst = &mut out[wrote..wrote + n];
+            if ctx.take_ready(i, dst, block0.as_ref().map(|b| &b[..]))? {
+                wrote += n;
+                i += 1;
+                continue;
+            }
+            // Decode in place; a run of adjacent whole blocks that nobody
+            // else has is read with one positional read.
+            let mut j = i;
+            while j < last
+                && whole(j + 1)
+                && ctx.layout.extents[(j + 1) as usize].start == ctx.layout.extents[j as usize].end
+                && ctx.missing(j + 1)
+            {
+                j += 1;
+            }
+            let run_len = ((j - i) as u64 * bs + h.block_len(j) as u64) as usize;
+            let b0 = block0.as_ref().map(|b| &b[..]);
+            ctx.decode_run(i, j, b0, &mut out[wrote..wrote + run_len])?;
+            wrote += run_len;
+            i = j + 1;
         }
         Ok(())
     }
+}
 
-    /// Block `i` of stored chunk `ci`, from the cache or decoded into it.
-    fn cached_block(
-        &self,
-        ci: usize,
-        layout: &ChunkLayout,
-        source: &dyn Source,
-        offset: u64,
-        i: u32,
-    ) -> Result<Arc<[u8]>> {
-        let key = (self.id, ci as u64, i);
+/// What decoding blocks of one stored chunk needs, without the container
+/// (decode-ahead jobs carry one).
+#[derive(Clone)]
+struct ChunkCtx {
+    id: u64,
+    ci: u64,
+    layout: Arc<ChunkLayout>,
+    source: Arc<dyn Source>,
+    offset: u64,
+    env: Env,
+}
+
+impl ChunkCtx {
+    fn key(&self, i: u32) -> BlockKey {
+        (self.id, self.ci, i)
+    }
+
+    /// Does decoding a block other than 0 need decoded block 0?
+    fn delta(&self) -> bool {
+        self.layout.header.has_delta() && !self.layout.header.memcpyed()
+    }
+
+    /// Neither cached nor queued.
+    fn missing(&self, i: u32) -> bool {
+        let k = self.key(i);
+        !self.env.cache.contains(&k) && self.env.ahead.lookup(&k).is_none()
+    }
+
+    /// Hand block `i` to the pool unless it is cached or queued already.
+    /// False when the pool refuses (off or full).
+    fn queue(&self, i: u32) -> bool {
+        let key = self.key(i);
+        if self.env.cache.contains(&key) || self.env.ahead.lookup(&key).is_some() {
+            return true;
+        }
+        let me = self.clone();
+        // Not `cached_block`: the job must not wait for its own slot. Errors
+        // are dropped: the reader decodes again and reports them.
+        self.env.ahead.submit(
+            key,
+            Box::new(move || match me.env.cache.get(&key) {
+                Some(b) => Some(b),
+                None => me.decode_new(i).ok(),
+            }),
+        )
+    }
+
+    /// Fill `dst` (all of block `i`) from the cache or the pool, if either
+    /// has it or the pool has not started it (then it is decoded here).
+    /// A block consumed whole leaves the cache: the page cache has it now.
+    fn take_ready(&self, i: u32, dst: &mut [u8], block0: Option<&[u8]>) -> Result<bool> {
+        let key = self.key(i);
+        // The pool first, then the cache: a job puts its block in the cache
+        // before it leaves the table, so no finished block is missed.
+        if let Some(slot) = self.env.ahead.lookup(&key) {
+            match self.env.ahead.claim(&slot) {
+                Claim::Mine => {
+                    let r = self.decode_run(i, i, block0, dst);
+                    self.env.ahead.finish(key, &slot, None);
+                    return r.map(|()| true);
+                }
+                Claim::Done(Some(b)) => {
+                    dst.copy_from_slice(&b);
+                    self.env.cache.remove(&key);
+                    self.env.cache.recycle(b);
+                    Stats::add(&self.env.stats.cache_hits, 1);
+                    return Ok(true);
+                }
+                Claim::Done(None) => {}
+            }
+        }
         if let Some(b) = self.env.cache.get(&key) {
+            dst.copy_from_slice(&b);
+            self.env.cache.remove(&key);
+            self.env.cache.recycle(b);
             Stats::add(&self.env.stats.cache_hits, 1);
-            return Ok(b);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Decode whole blocks `i..=j` (adjacent in the source) into `dst`.
+    fn decode_run(&self, i: u32, j: u32, block0: Option<&[u8]>, dst: &mut [u8]) -> Result<()> {
+        let l = &self.layout;
+        let bs = l.header.blocksize as u64;
+        let span_start = l.extents[i as usize].start as u64;
+        let span_end = l.extents[j as usize].end as u64;
+        READBUF.with(|rb| -> Result<()> {
+            let mut rb = rb.borrow_mut();
+            rb.resize((span_end - span_start) as usize, 0);
+            self.src_read(self.offset + span_start, &mut rb)?;
+            for k in i..=j {
+                let e = l.extents[k as usize];
+                let data = &rb
+                    [(e.start as u64 - span_start) as usize..(e.end as u64 - span_start) as usize];
+                let o = ((k - i) as u64 * bs) as usize;
+                let d = &mut dst[o..o + l.header.block_len(k) as usize];
+                decode::decode_block(l, k, data, block0, d).map_err(|e| e.in_block(k as u64))?;
+                Stats::add(&self.env.stats.blocks_decoded, 1);
+            }
+            Ok(())
+        })
+    }
+
+    fn src_read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.source.read_exact_at(offset, buf)?;
+        Stats::add(&self.env.stats.source_bytes_read, buf.len() as u64);
+        Ok(())
+    }
+
+    /// Block `i`, from the cache, from the pool, or decoded into the cache.
+    fn cached_block(&self, i: u32) -> Result<Block> {
+        let key = self.key(i);
+        // The pool first, then the cache (see `take_ready`).
+        let mut claimed = None;
+        if let Some(slot) = self.env.ahead.lookup(&key) {
+            match self.env.ahead.claim(&slot) {
+                Claim::Mine => claimed = Some(slot),
+                Claim::Done(Some(b)) => {
+                    Stats::add(&self.env.stats.cache_hits, 1);
+                    return Ok(b);
+                }
+                Claim::Done(None) => {}
+            }
+        }
+        if claimed.is_none() {
+            if let Some(b) = self.env.cache.get(&key) {
+                Stats::add(&self.env.stats.cache_hits, 1);
+                return Ok(b);
+            }
         }
         Stats::add(&self.env.stats.cache_misses, 1);
-        let block0 = if i > 0 && layout.header.has_delta() && !layout.header.memcpyed() {
-            Some(self.cached_block(ci, layout, source, offset, 0)?)
+        let r = self.decode_new(i);
+        if let Some(slot) = claimed {
+            self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
+        }
+        r
+    }
+
+    fn decode_new(&self, i: u32) -> Result<Block> {
+        let block0 = if i > 0 && self.delta() {
+            Some(self.cached_block(0)?)
         } else {
             None
         };
-        let e = layout.extents[i as usize];
-        let mut out = vec![0u8; layout.header.block_len(i) as usize];
-        READBUF.with(|rb| -> Result<()> {
-            let mut rb = rb.borrow_mut();
-            rb.resize((e.end - e.start) as usize, 0);
-            self.src_read(source, offset + e.start as u64, &mut rb)?;
-            decode::decode_block(layout, i, &rb, block0.as_deref(), &mut out)
-                .map_err(|e| e.in_block(i as u64))
-        })?;
-        Stats::add(&self.env.stats.blocks_decoded, 1);
-        let out: Arc<[u8]> = out.into();
-        self.env.cache.insert(key, out.clone());
+        let mut out = self.buffer(self.layout.header.block_len(i) as usize);
+        if let Err(e) = self.decode_run(i, i, block0.as_ref().map(|b| &b[..]), &mut out) {
+            self.env.cache.put_spare(out);
+            return Err(e);
+        }
+        let out = Arc::new(out);
+        self.env.cache.insert(self.key(i), out.clone());
         Ok(out)
+    }
+
+    /// A buffer to decode a block into: a spare one (its pages are mapped)
+    /// when there is one. When spares run low the pool maps a new one off
+    /// the read path, so a cold read rarely pays a page fault per 4 KiB.
+    fn buffer(&self, len: usize) -> Vec<u8> {
+        let (v, left) = self.env.cache.buffer(len);
+        if left == 0 {
+            let cache = self.env.cache.clone();
+            self.env.ahead.spawn(Box::new(move || {
+                let mut v = vec![0u8; len];
+                // Touch every page now (a calloc'ed buffer is mapped lazily).
+                for b in v.iter_mut().step_by(4096) {
+                    *b = std::hint::black_box(0);
+                }
+                cache.put_spare(v);
+            }));
+        }
+        v
     }
 }
 

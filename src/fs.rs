@@ -7,6 +7,7 @@
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. Everything else passes through.
 
+use crate::cache::Stats;
 use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
@@ -65,6 +66,8 @@ pub struct Attr {
 pub struct FsOptions {
     pub cache_size: u64,
     pub verify_checksums: bool,
+    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
+    pub decode_ahead: u64,
 }
 
 impl Default for FsOptions {
@@ -72,6 +75,7 @@ impl Default for FsOptions {
         FsOptions {
             cache_size: 256 << 20,
             verify_checksums: true,
+            decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
         }
     }
 }
@@ -176,6 +180,29 @@ pub struct Fs {
     logged: Mutex<HashSet<String>>,
 }
 
+/// What `Fs::read_into` produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filled {
+    /// The bytes read are in the buffer.
+    Buf,
+    /// `n` zero bytes (all in zero chunks): the buffer was not touched;
+    /// answer from `ZEROS`.
+    Zeros(usize),
+}
+
+/// Zero bytes to answer reads of holes from (in .bss: the kernel's shared
+/// zero page, no memory of ours). Reads longer than this are filled.
+pub static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
+
+/// Make `buf` `n` bytes long, zeroing only bytes it never held.
+fn set_len(buf: &mut Vec<u8>, n: usize) {
+    if buf.len() >= n {
+        buf.truncate(n);
+    } else {
+        buf.resize(n, 0);
+    }
+}
+
 fn errno_of(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
@@ -191,6 +218,7 @@ impl Fs {
         }
         let mut env = Env::new(opts.cache_size);
         env.verify_checksums = opts.verify_checksums;
+        env.decode_ahead = opts.decode_ahead;
         let mut nodes = HashMap::new();
         nodes.insert(
             ROOT_INO,
@@ -644,13 +672,20 @@ impl Fs {
         self.handles.read().get(&fh).cloned().ok_or(libc::EBADF)
     }
 
-    /// Read up to `size` bytes at `offset` into `buf` (cleared first).
-    pub fn read_into(&self, fh: u64, offset: u64, size: u32, buf: &mut Vec<u8>) -> Result<(), i32> {
+    /// Read up to `size` bytes at `offset` into `buf` (its length becomes the
+    /// bytes read; its old contents are overwritten, not zeroed first: a
+    /// 1 MiB request would otherwise be written twice).
+    pub fn read_into(
+        &self,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        buf: &mut Vec<u8>,
+    ) -> Result<Filled, i32> {
         let h = self.handle(fh)?;
-        buf.clear();
         match &*h {
             Handle::Plain(f) => {
-                buf.resize(size as usize, 0);
+                set_len(buf, size as usize);
                 let mut done = 0;
                 while done < buf.len() {
                     match f.read_at(&mut buf[done..], offset + done as u64) {
@@ -661,7 +696,7 @@ impl Fs {
                     }
                 }
                 buf.truncate(done);
-                Ok(())
+                Ok(Filled::Buf)
             }
             Handle::Container(c, sp, stamp) => {
                 // A source rewritten or truncated under an open handle: EIO
@@ -679,14 +714,21 @@ impl Fs {
                 }
                 let len = c.len();
                 if offset >= len {
-                    return Ok(());
+                    buf.clear();
+                    return Ok(Filled::Buf);
                 }
                 let n = (size as u64).min(len - offset) as usize;
-                buf.resize(n, 0);
+                if n <= ZEROS.len() && c.is_zero(offset, n as u64) {
+                    let st = &c.env().stats;
+                    Stats::add(&st.special_bytes_served, n as u64);
+                    Stats::add(&st.bytes_served, n as u64);
+                    return Ok(Filled::Zeros(n));
+                }
+                set_len(buf, n);
                 match c.read_at(offset, buf) {
                     Ok(got) => {
                         buf.truncate(got);
-                        Ok(())
+                        Ok(Filled::Buf)
                     }
                     Err(e) => {
                         // One line per (file, chunk, reason), not per read.
@@ -704,7 +746,9 @@ impl Fs {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, i32> {
         let mut v = Vec::new();
-        self.read_into(fh, offset, size, &mut v)?;
+        if let Filled::Zeros(n) = self.read_into(fh, offset, size, &mut v)? {
+            v = vec![0; n];
+        }
         Ok(v)
     }
 
@@ -741,14 +785,14 @@ impl Fs {
                 let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
                 for (ci, e) in chunks.iter().enumerate().skip(start) {
                     let hole = match &e.loc {
-                        ChunkLoc::Special { kind, .. } => is_hole(*kind),
+                        ChunkLoc::Special { kind, .. } => kind.is_zeros(),
                         // A stored chunk whose header says "all zeros" is a hole too
                         // (reads its header once; an unreadable one counts as data).
                         ChunkLoc::Stored { .. } => c
                             .layout(ci)
                             .ok()
                             .and_then(|l| l.special)
-                            .is_some_and(is_hole),
+                            .is_some_and(|k| k.is_zeros()),
                     };
                     if hole == want_hole {
                         return Ok(e.uoff.max(off) as i64);
@@ -864,11 +908,6 @@ impl Fs {
             s.f_frsize,
         ])
     }
-}
-
-fn is_hole(kind: crate::format::chunk::Special) -> bool {
-    use crate::format::chunk::Special;
-    matches!(kind, Special::Zeros | Special::Uninit)
 }
 
 /// Presented names for one directory's entries (sorted by source name).

@@ -1,6 +1,6 @@
 //! The thin adapter from `fuser` (the only file that names it) to `fs::Fs`.
 
-use crate::fs::{Attr, Fs, Kind};
+use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -124,7 +124,8 @@ impl Filesystem for BloscFuse {
         READBUF.with(|b| {
             let mut b = b.borrow_mut();
             match self.fs.read_into(fh.0, offset, size, &mut b) {
-                Ok(()) => reply.data(&b),
+                Ok(Filled::Buf) => reply.data(&b),
+                Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
                 Err(e) => reply.error(err(e)),
             }
         })

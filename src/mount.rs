@@ -30,6 +30,7 @@ Options:
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
   -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
+  -o decode_ahead=SIZE   decode this far past a sequential reader, on one thread per CPU (default 0: off)
   -o allow_other         let other users read (implies default_permissions)
   -o allow_root          let root read too
   -o default_permissions let the kernel check permissions
@@ -54,6 +55,7 @@ pub struct MountArgs {
     pub cache_size: u64,
     pub threads: usize,
     pub readahead: u64,
+    pub decode_ahead: u64,
     pub verify: bool,
     pub allow_other: bool,
     pub allow_root: bool,
@@ -81,6 +83,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             .unwrap_or(2)
             .max(2),
         readahead: 1 << 20,
+        decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
         verify: true,
         allow_other: false,
         allow_root: false,
@@ -145,6 +148,11 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             "readahead" => {
                 let v = need(k, v)?;
                 m.readahead = parse_size(v).ok_or_else(|| format!("readahead: not a size: {v}"))?;
+            }
+            "decode_ahead" => {
+                let v = need(k, v)?;
+                m.decode_ahead =
+                    parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
             }
             "allow_other" => {
                 m.allow_other = true;
@@ -505,6 +513,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         &FsOptions {
             cache_size: m.cache_size,
             verify_checksums: m.verify,
+            decode_ahead: m.decode_ahead,
         },
     ) {
         Ok(fs) => Arc::new(fs),

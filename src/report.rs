@@ -90,6 +90,10 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
                     offset,
                     cbytes,
                 } => {
+                    // The index may only bound a chunk's size (frames
+                    // know where it starts, not where it ends): the
+                    // chunk's own header says.
+                    let cbytes = c.layout(n).map_or(*cbytes, |l| l.header.cbytes as u64);
                     let kind = match c.layout(n) {
                         Ok(l) => match l.special {
                             Some(k) => format!("special: {}", k.name()),

@@ -107,7 +107,7 @@ fn mount_options_parse_like_fstab_gives_them() {
         "/src",
         "/mnt",
         "-o",
-        "ro,dev,suid,noauto,_netdev,cache_size=1G,threads=3,noverify",
+        "ro,dev,suid,noauto,_netdev,cache_size=1G,threads=3,noverify,decode_ahead=8M",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -115,6 +115,7 @@ fn mount_options_parse_like_fstab_gives_them() {
     let m = parse(&a).unwrap().unwrap();
     assert_eq!(m.cache_size, 1 << 30);
     assert_eq!(m.threads, 3);
+    assert_eq!(m.decode_ahead, 8 << 20);
     assert!(!m.verify && !m.foreground && !m.allow_other && !m.default_permissions);
     let a: Vec<String> = ["-f", "-o", "allow_other", "/src", "/mnt"]
         .iter()
@@ -125,11 +126,43 @@ fn mount_options_parse_like_fstab_gives_them() {
         m.allow_other && m.default_permissions,
         "allow_other brings default_permissions"
     );
-    for bad in ["cache_size=lots", "threads=0", "frobnicate"] {
+    for bad in [
+        "cache_size=lots",
+        "threads=0",
+        "decode_ahead=far",
+        "frobnicate",
+    ] {
         let a: Vec<String> = ["-o", bad, "/src", "/mnt"]
             .iter()
             .map(|s| s.to_string())
             .collect();
         assert!(parse(&a).is_err(), "{bad} accepted");
     }
+}
+
+/// Regression: `info --chunks` showed, per chunk of a frame, the bytes from
+/// the chunk to the end of the file instead of the chunk's own size.
+#[test]
+fn info_chunks_shows_each_chunks_own_compressed_size() {
+    let f = common::fixture("frame/blocks-lz4.b2frame");
+    let o = Command::new(BIN)
+        .args(["info", "--chunks"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("chunk "))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(rows.len() >= 2, "{text}");
+    let sum: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    let len = std::fs::metadata(&f).unwrap().len();
+    assert!(
+        sum <= len,
+        "chunk sizes add up to {sum}, the file has {len}:\n{text}"
+    );
 }

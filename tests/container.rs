@@ -7,13 +7,37 @@ use common::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+type Opened = Arc<Vec<(Arc<bloscfs::Container>, Arc<Vec<u8>>)>>;
+
+/// Open fixtures with `env`, each with its reference bytes.
+fn open_all(names: &[&str], env: &Env) -> Opened {
+    Arc::new(
+        names
+            .iter()
+            .map(|n| {
+                (
+                    Arc::new(open_path_with(&fixture(n), env).unwrap().unwrap()),
+                    Arc::new(reference_bytes(n)),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
 fn decoded(env: &Env) -> u64 {
     env.stats.blocks_decoded.load(Ordering::Relaxed)
 }
 
 #[test]
 fn a_4k_read_in_the_middle_decodes_one_block() {
-    let env = Env::new(64 << 20);
+    let env = Env::with_workers(64 << 20, 0);
     let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
         .unwrap()
         .unwrap();
@@ -31,7 +55,7 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
 
 #[test]
 fn a_4k_read_of_a_delta_chunk_decodes_two_blocks() {
-    let env = Env::new(64 << 20);
+    let env = Env::with_workers(64 << 20, 0);
     let c = open_path_with(&fixture("frame/blocks-delta.b2frame"), &env)
         .unwrap()
         .unwrap();
@@ -48,7 +72,7 @@ fn a_row_of_a_2d_array_decodes_only_its_band() {
     // shape (97, 131), chunks (40, 50), blocks (8, 25): row 45 lies in chunk
     // row 1, block row 0 of it; across 131 columns that is 3 chunks x up to
     // 2 blocks = 6 blocks (not the 9 x 10 blocks of the array).
-    let env = Env::new(64 << 20);
+    let env = Env::with_workers(64 << 20, 0);
     let c = open_path_with(&fixture("b2nd/array1-2d.b2nd"), &env)
         .unwrap()
         .unwrap();
@@ -73,16 +97,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
     ];
     // A cache far smaller than the working set (64 KiB blocks).
     let env = Env::new(256 << 10);
-    let files: Vec<_> = names
-        .iter()
-        .map(|n| {
-            (
-                Arc::new(open_path_with(&fixture(n), &env).unwrap().unwrap()),
-                Arc::new(reference_bytes(n)),
-            )
-        })
-        .collect();
-    let files = Arc::new(files);
+    let files = open_all(&names, &env);
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
             let files = files.clone();
@@ -90,9 +105,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
             std::thread::spawn(move || {
                 let mut seed = 0x1234_5678_9abc_def1u64 ^ (t << 32);
                 for _ in 0..400 {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
+                    xorshift(&mut seed);
                     let (c, whole) = &files[(seed % files.len() as u64) as usize];
                     let off = (seed >> 8) % whole.len() as u64;
                     let len = ((seed >> 40) % 200_000) as usize;
@@ -114,21 +127,8 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
 #[test]
 fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("damaged.b2frame");
-    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let p = damaged_copy(dir.path());
     let env = Env::new(16 << 20);
-    let good = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-        .unwrap()
-        .unwrap();
-    // Damage the middle of chunk 1's streams.
-    let bad_at = match good.chunks()[1].loc {
-        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
-        _ => unreachable!(),
-    };
-    for b in &mut bytes[bad_at..bad_at + 64] {
-        *b ^= 0x5a;
-    }
-    std::fs::write(&p, &bytes).unwrap();
     let c = open_path_with(&p, &env).unwrap().unwrap();
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let mut buf = vec![0u8; c.len() as usize];
@@ -143,4 +143,128 @@ fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     assert_eq!(b0, whole[..1 << 20]);
     c.read_at(2 << 20, &mut b0).unwrap();
     assert_eq!(b0, whole[2 << 20..3 << 20]);
+}
+
+#[test]
+fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes() {
+    let names = [
+        "frame/blocks-lz4.b2frame",
+        "frame/blocks-delta.b2frame",
+        "b2nd/array1-2d.b2nd",
+        "frame/zstd-dict.b2frame",
+    ];
+    // Decode-ahead on (two workers) and a cache smaller than what it queues.
+    let mut env = Env::with_workers(192 << 10, 2);
+    env.decode_ahead = 1 << 20;
+    let files = open_all(&names, &env);
+    let threads: Vec<_> = (0..6u64)
+        .map(|t| {
+            let files = files.clone();
+            let env = env.clone();
+            std::thread::spawn(move || {
+                let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t << 40);
+                let mut next = || xorshift(&mut seed);
+                for _ in 0..12 {
+                    let (c, whole) = &files[(next() % files.len() as u64) as usize];
+                    // Walk forward from a random start in requests of
+                    // varying size, as `cat` or the kernel's read-ahead would.
+                    let mut off = next() % (whole.len() as u64 / 2);
+                    while (off as usize) < whole.len() {
+                        let len =
+                            [4096usize, 65_536, 131_072, 1 << 20, 77_777][(next() % 5) as usize];
+                        let mut buf = vec![0u8; len];
+                        let n = c.read_at(off, &mut buf).unwrap();
+                        assert_eq!(n, len.min(whole.len() - off as usize));
+                        assert_eq!(
+                            &buf[..n],
+                            &whole[off as usize..off as usize + n],
+                            "at {off}"
+                        );
+                        assert!(env.cache.bytes() <= env.cache.budget());
+                        off += n as u64;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(env.cache.bytes() <= env.cache.budget());
+}
+
+#[test]
+fn a_sequential_reader_gets_its_next_blocks_decoded_ahead_once() {
+    let mut env = Env::with_workers(64 << 20, 2);
+    env.decode_ahead = 1 << 20;
+    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let block = c.layout(0).unwrap().header.blocksize as usize;
+    let total_blocks = whole.len().div_ceil(block) as u64;
+    // The first request: its blocks, and the next 1 MiB's queued.
+    let mut buf = vec![0u8; 256 << 10];
+    c.read_at(0, &mut buf).unwrap();
+    assert_eq!(buf, whole[..256 << 10]);
+    let wait = || {
+        while env.ahead.in_flight() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    wait();
+    let after_first = decoded(&env);
+    assert!(
+        after_first as usize >= (256 << 10) / block + (1 << 20) / block,
+        "decoded {after_first} blocks of {block} bytes: nothing ahead"
+    );
+    // The rest, sequentially: every block decoded exactly once overall.
+    let mut off = buf.len();
+    while off < whole.len() {
+        let n = c.read_at(off as u64, &mut buf).unwrap();
+        assert_eq!(&buf[..n], &whole[off..off + n]);
+        off += n;
+    }
+    wait();
+    assert_eq!(decoded(&env), total_blocks);
+    assert!(env.stats.cache_hits.load(Ordering::Relaxed) > 0);
+    // Blocks consumed whole left the cache.
+    assert_eq!(env.cache.bytes(), 0);
+}
+
+#[test]
+fn decode_ahead_does_not_hide_a_damaged_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = damaged_copy(dir.path());
+    let probe = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &Env::default())
+        .unwrap()
+        .unwrap();
+    let mut env = Env::with_workers(16 << 20, 2);
+    env.decode_ahead = 4 << 20;
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let chunk = probe.chunks()[1].uoff as usize;
+    let chunk_end = chunk + probe.chunks()[1].ulen as usize;
+    // Read forward in 64 KiB requests: the pool meets the damage first.
+    let mut buf = vec![0u8; 64 << 10];
+    let mut failed = 0;
+    let mut off = 0;
+    while off < whole.len() {
+        match c.read_at(off as u64, &mut buf) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], &whole[off..off + n]);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("damaged.b2frame") && e.contains("chunk 1"),
+                    "{e}"
+                );
+                assert!(off >= chunk && off < chunk_end, "error at {off}");
+                failed += 1;
+            }
+        }
+        off += buf.len();
+    }
+    assert!(failed >= 1);
 }

@@ -2,7 +2,7 @@
 //! attributes, holes.
 
 mod common;
-use bloscfs::fs::{Fs, FsOptions, Kind, ROOT_INO};
+use bloscfs::fs::{Filled, Fs, FsOptions, Kind, ROOT_INO};
 use common::*;
 use std::ffi::OsStr;
 
@@ -395,4 +395,104 @@ fn readdir_of_ten_thousand_containers_is_fast() {
         "the listing is cached ({again:?} vs {first:?})"
     );
     eprintln!("10,000 containers: readdir + lookups {first:?}, cached readdir {again:?}");
+}
+
+/// The reply buffer is reused between requests without being zeroed: no
+/// byte of an earlier reply may show in a later, shorter one.
+#[test]
+fn a_reused_reply_buffer_never_leaks_old_bytes() {
+    let (_d, fs) = tree();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    let mut buf = vec![0xAAu8; 2 << 20];
+    fs.read_into(fh, 4096, 1 << 20, &mut buf).unwrap();
+    assert_eq!(buf, whole[4096..4096 + (1 << 20)]);
+    // Shorter than asked at the end of the file.
+    buf.fill(0x55);
+    let at = whole.len() as u64 - 777;
+    fs.read_into(fh, at, 1 << 20, &mut buf).unwrap();
+    assert_eq!(buf, whole[at as usize..]);
+    // Past the end: nothing.
+    fs.read_into(fh, whole.len() as u64 + 5, 4096, &mut buf)
+        .unwrap();
+    assert!(buf.is_empty());
+    // A plain file, into a dirty buffer.
+    let mut dirty = vec![0xEEu8; 64 << 10];
+    let t = fs.lookup(ROOT_INO, OsStr::new("taken")).unwrap();
+    let (th, _) = fs.open(t.ino, false).unwrap();
+    assert_eq!(fs.read_into(th, 0, 4096, &mut dirty), Ok(Filled::Buf));
+    assert_eq!(dirty, b"plain");
+}
+
+/// Reads wholly inside zero chunks are answered as zeros without filling a
+/// buffer; reads that touch data are filled, and both give the bytes the
+/// library reads.
+#[test]
+fn reads_of_holes_are_zeros_without_a_buffer() {
+    let d = tempfile::tempdir().unwrap();
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/frame/special-mixed.b2frame");
+    copy(&src, &d.path().join("mixed.b2frame"));
+    let whole = {
+        let c = bloscfs::open_path(&src).unwrap().unwrap();
+        let mut v = vec![0u8; c.len() as usize];
+        assert_eq!(c.read_at(0, &mut v).unwrap(), v.len());
+        v
+    };
+    // Chunks of 4000 bytes: 1 and 4 (the short last one) are zero chunks.
+    assert!(whole[4000..8000].iter().all(|&b| b == 0));
+    assert!(whole[..4000].iter().any(|&b| b != 0));
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    let m = fs.lookup(ROOT_INO, OsStr::new("mixed")).unwrap();
+    let (fh, _) = fs.open(m.ino, false).unwrap();
+    let mut buf = vec![0xEEu8; 8192];
+    for (off, len, hole) in [
+        (4000u64, 4000u32, true),
+        (4100, 100, true),
+        (16000, 1200, true),
+        (16500, 4096, true), // runs past the end: 700 bytes, all zeros
+        (3999, 2, false),
+        (7999, 2, false),
+        (0, 8192, false),
+        (12000, 8192, false),
+    ] {
+        let r = fs.read_into(fh, off, len, &mut buf).unwrap();
+        let want = &whole[off as usize..(off as usize + len as usize).min(whole.len())];
+        match r {
+            Filled::Zeros(n) => {
+                assert!(hole, "{off}+{len} answered as zeros");
+                assert_eq!(n, want.len());
+                assert!(want.iter().all(|&b| b == 0));
+            }
+            Filled::Buf => {
+                assert!(!hole, "{off}+{len} filled a buffer");
+                assert_eq!(&buf[..], want, "{off}+{len}");
+            }
+        }
+        assert_eq!(fs.read(fh, off, len).unwrap(), want, "{off}+{len}");
+    }
+    // A 30x40 f4 array as .npy, chunks 16x16: chunks 0 and 1 (rows 0-15,
+    // columns 0-31) hold data, the other four are zero chunks, so rows
+    // 16-29 are holes and row 0 is not.
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/frame/b2nd-zeros-2d.b2nd");
+    copy(&src, &d.path().join("z2.b2nd"));
+    let lib = bloscfs::open_path(&src).unwrap().unwrap();
+    let mut want = vec![0u8; lib.len() as usize];
+    lib.read_at(0, &mut want).unwrap();
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    let a = fs.lookup(ROOT_INO, OsStr::new("z2.npy")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, a.size as u32).unwrap(), want);
+    let hl = a.size - 30 * 40 * 4;
+    let row = 40 * 4;
+    assert_eq!(fs.read_into(fh, hl, row as u32, &mut buf), Ok(Filled::Buf));
+    assert_eq!(&buf[..], &want[hl as usize..(hl + row) as usize]);
+    let holes = (a.size - (hl + 16 * row)) as u32;
+    assert_eq!(
+        fs.read_into(fh, hl + 16 * row, holes, &mut buf),
+        Ok(Filled::Zeros(holes as usize))
+    );
+    assert!(want[(hl + 16 * row) as usize..].iter().all(|&b| b == 0));
 }

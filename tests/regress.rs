@@ -99,11 +99,9 @@ fn peak_rss() -> u64 {
 /// zero-fills) the thread-local read buffer to ~2 GiB before the short read
 /// fails; the buffer keeps that size afterwards (so libFuzzer blamed a later,
 /// innocent input; this one is hand-made: a real index and a 44-byte chunk
-/// file). The fix belongs in
-/// `Container::layout` (src/container.rs, edited elsewhere at the time):
-/// compare with `min(cbytes, source.len() - offset)`.
+/// file). Fixed in `Container::layout`: the chunk is bounded by
+/// `min(cbytes, source.len() - offset)` before its header is trusted.
 #[test]
-#[ignore = "needs the src/container.rs fix described above"]
 fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
     let dir = sparse_frame_dir(&input("sframe-chunk-cbytes-beyond-file.bin"));
     let env = bloscfs::Env::new(1 << 20);

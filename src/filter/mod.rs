@@ -4,3 +4,4 @@ pub mod bitshuffle;
 pub mod bytedelta;
 pub mod delta;
 pub mod shuffle;
+mod simd;

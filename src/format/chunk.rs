@@ -79,6 +79,11 @@ pub enum Special {
 }
 
 impl Special {
+    /// Reads as zero bytes (uninitialised chunks are served as zeros).
+    pub fn is_zeros(self) -> bool {
+        matches!(self, Special::Zeros | Special::Uninit)
+    }
+
     pub fn from_code(code: u8) -> Result<Option<Special>> {
         Ok(match code {
             0 => None,

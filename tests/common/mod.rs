@@ -46,3 +46,22 @@ pub fn reference_bytes(rel: &str) -> Vec<u8> {
     );
     buf
 }
+
+/// `blocks-lz4.b2frame` with 64 bytes in the middle of chunk 1's streams
+/// flipped, written to `dir/damaged.b2frame`; returns its path.
+pub fn damaged_copy(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("damaged.b2frame");
+    let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    let good = bloscfs::open_path(&fixture("frame/blocks-lz4.b2frame"))
+        .unwrap()
+        .unwrap();
+    let bad_at = match good.chunks()[1].loc {
+        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        _ => unreachable!(),
+    };
+    for b in &mut bytes[bad_at..bad_at + 64] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&p, &bytes).unwrap();
+    p
+}

@@ -1,0 +1,265 @@
+//! The pool: a few worker threads that decode blocks before a reader asks
+//! for them (`-o decode_ahead`), and prepare spare block buffers off the read
+//! path; and the table of blocks queued or being decoded.
+//!
+//! A block handed to the pool is *queued*, then *running*, then *done*. A
+//! reader that needs a queued block claims it and decodes it itself (it
+//! never idles behind a queue); a running block is waited for; a done block
+//! is in the block cache. Workers never wait for anything, so no reader can
+//! deadlock on the pool, and a job that fails only reports "no block": the
+//! reader then decodes it again and gets the error with its file, chunk and
+//! block context (errors surface in exactly one place, the read that needs
+//! the bytes).
+
+use crate::cache::{Block, BlockKey};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+
+/// Jobs waiting at most; a full queue drops further decode-ahead.
+const QUEUE: usize = 256;
+
+enum State {
+    Queued,
+    Running,
+    Done(Option<Block>),
+}
+
+/// One block handed to the pool.
+pub struct Slot {
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+/// What a reader gets for a block in the table.
+pub enum Claim {
+    /// It was still queued: the reader decodes it now, then calls `Ahead::finish`.
+    Mine,
+    /// Decoded by someone else (`None`: that failed, decode it yourself).
+    Done(Option<Block>),
+}
+
+type Work = Box<dyn FnOnce() -> Option<Block> + Send>;
+
+enum Job {
+    Block {
+        key: BlockKey,
+        slot: Arc<Slot>,
+        work: Work,
+    },
+    /// Anything else worth doing off the read path.
+    Task(Box<dyn FnOnce() + Send>),
+}
+
+type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
+
+pub struct Ahead {
+    workers: usize,
+    queue: OnceLock<Mutex<SyncSender<Job>>>,
+    table: Table,
+}
+
+impl Ahead {
+    /// A pool of `workers` threads, started on first use (0: no pool; every
+    /// `submit` is refused).
+    pub fn new(workers: usize) -> Self {
+        Ahead {
+            workers,
+            queue: OnceLock::new(),
+            table: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.workers > 0
+    }
+
+    fn sender(&self) -> &Mutex<SyncSender<Job>> {
+        self.queue.get_or_init(|| {
+            let (tx, rx) = sync_channel::<Job>(QUEUE);
+            let rx = Arc::new(std::sync::Mutex::new(rx));
+            for n in 0..self.workers {
+                let rx = rx.clone();
+                let table = self.table.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("bloscfs-ahead-{n}"))
+                    .spawn(move || worker(&rx, &table));
+                if let Err(e) = spawned {
+                    log::warn!("cannot start a decode-ahead thread: {e}");
+                }
+            }
+            Mutex::new(tx)
+        })
+    }
+
+    /// Is `key` queued or being decoded?
+    pub fn lookup(&self, key: &BlockKey) -> Option<Arc<Slot>> {
+        self.table.lock().get(key).cloned()
+    }
+
+    /// Queue `work` (which decodes block `key` and puts it in the cache).
+    /// Returns false when the key is already queued or the queue is full.
+    pub fn submit(&self, key: BlockKey, work: Work) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let slot = Arc::new(Slot {
+            state: Mutex::new(State::Queued),
+            cv: Condvar::new(),
+        });
+        {
+            let mut t = self.table.lock();
+            if t.contains_key(&key) {
+                return false;
+            }
+            t.insert(key, slot.clone());
+        }
+        let job = Job::Block {
+            key,
+            slot: slot.clone(),
+            work,
+        };
+        match self.sender().lock().try_send(job) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                finish(&self.table, key, &slot, None);
+                false
+            }
+        }
+    }
+
+    /// Run `task` on the pool when a worker is free; false if the pool is
+    /// off or its queue is full (the task is dropped).
+    pub fn spawn(&self, task: Box<dyn FnOnce() + Send>) -> bool {
+        self.enabled() && self.sender().lock().try_send(Job::Task(task)).is_ok()
+    }
+
+    /// Claim a queued block or wait for a running one.
+    pub fn claim(&self, slot: &Slot) -> Claim {
+        let mut s = slot.state.lock();
+        loop {
+            match &*s {
+                State::Queued => {
+                    *s = State::Running;
+                    return Claim::Mine;
+                }
+                State::Running => slot.cv.wait(&mut s),
+                State::Done(v) => return Claim::Done(v.clone()),
+            }
+        }
+    }
+
+    /// A reader finished a block it claimed: `v` is the block if it kept
+    /// it, `None` if it decoded it straight where it needed it (or failed).
+    pub fn finish(&self, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
+        finish(&self.table, key, slot, v)
+    }
+
+    /// Blocks queued or running now.
+    pub fn in_flight(&self) -> usize {
+        self.table.lock().len()
+    }
+}
+
+fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
+    *slot.state.lock() = State::Done(v);
+    slot.cv.notify_all();
+    let mut t = table.lock();
+    if t.get(&key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+        t.remove(&key);
+    }
+}
+
+fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
+    loop {
+        let job = {
+            let Ok(rx) = rx.lock() else { return };
+            match rx.recv() {
+                Ok(j) => j,
+                Err(_) => return, // the pool was dropped
+            }
+        };
+        let (key, slot, work) = match job {
+            Job::Block { key, slot, work } => (key, slot, work),
+            Job::Task(task) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                continue;
+            }
+        };
+        {
+            let mut s = slot.state.lock();
+            if !matches!(*s, State::Queued) {
+                continue; // a reader claimed it
+            }
+            *s = State::Running;
+        }
+        // A panic in a decoder must not leave readers waiting forever.
+        let v = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(None);
+        finish(table, key, &slot, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn block(n: u8) -> Option<Block> {
+        Some(Arc::new(vec![n; 4]))
+    }
+
+    #[test]
+    fn queued_blocks_are_claimed_or_decoded() {
+        let a = Ahead::new(1);
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        // Block the only worker so the next job stays queued.
+        let g = gate.clone();
+        assert!(a.submit(
+            (1, 0, 0),
+            Box::new(move || {
+                g.wait();
+                block(7)
+            })
+        ));
+        assert!(a.submit((1, 0, 1), Box::new(|| block(9))));
+        assert!(
+            !a.submit((1, 0, 1), Box::new(|| block(9))),
+            "already queued"
+        );
+        // Wait until the worker runs job 0.
+        let s0 = a.lookup(&(1, 0, 0)).unwrap();
+        while matches!(*s0.state.lock(), State::Queued) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let s1 = a.lookup(&(1, 0, 1)).unwrap();
+        assert!(matches!(a.claim(&s1), Claim::Mine));
+        a.finish((1, 0, 1), &s1, None);
+        assert!(a.lookup(&(1, 0, 1)).is_none());
+        gate.wait();
+        match a.claim(&s0) {
+            Claim::Done(Some(b)) => assert_eq!(&*b, &[7; 4]),
+            _ => panic!("running block not waited for"),
+        }
+        while a.in_flight() > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn failing_or_panicking_jobs_release_waiters() {
+        let a = Ahead::new(2);
+        assert!(a.submit((2, 0, 0), Box::new(|| None)));
+        assert!(a.submit((2, 0, 1), Box::new(|| panic!("decoder bug"))));
+        for i in 0..2 {
+            if let Some(s) = a.lookup(&(2, 0, i)) {
+                match a.claim(&s) {
+                    Claim::Mine => a.finish((2, 0, i), &s, None),
+                    Claim::Done(v) => assert!(v.is_none()),
+                }
+            }
+        }
+        let off = Ahead::new(0);
+        assert!(!off.submit((3, 0, 0), Box::new(|| block(1))));
+    }
+}
