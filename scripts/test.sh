@@ -28,7 +28,7 @@ echo "== cargo test"
 log=$(mktemp)
 BLOSCFS_FIXTURES="$PWD/fixtures-full" cargo test --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
 echo "== benches compile and run once (criterion test mode)"
-cargo test --release --benches 2>&1 | tee -a "$log"
+cargo test --release --bench kernels 2>&1 | tee -a "$log"
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
 rm -f "$log"
