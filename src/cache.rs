@@ -71,20 +71,17 @@ impl BlockCache {
         self.shard(key).lock().lru.contains(key)
     }
 
-    /// Drop one block (a reader consumed it whole: the page cache has it now).
-    pub fn remove(&self, key: &BlockKey) {
+    /// Take one block out (a reader consumes it whole: the page cache has
+    /// it now); `recycle` it once copied.
+    pub fn take(&self, key: &BlockKey) -> Option<Block> {
         let v = {
             let mut s = self.shard(key).lock();
-            let v = s.lru.pop(key);
-            if let Some(v) = &v {
-                s.bytes -= v.len();
-            }
+            let v = s.lru.pop(key)?;
+            s.bytes -= v.len();
             v
         };
-        if let Some(v) = v {
-            self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
-            self.recycle(v);
-        }
+        self.bytes.fetch_sub(v.len() as u64, Ordering::Relaxed);
+        Some(v)
     }
 
     /// Keep the buffer of a block nobody else holds for reuse.
@@ -237,7 +234,9 @@ mod tests {
         );
         // A block still held by a reader is not recycled.
         let held = c.get(&k(63)).expect("last insert is cached");
-        c.remove(&k(63));
+        if let Some(b) = c.take(&k(63)) {
+            c.recycle(b);
+        }
         assert_eq!(held.len(), 1000);
         let before = c.spares.lock().len();
         c.recycle(held.clone());

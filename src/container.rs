@@ -235,29 +235,49 @@ impl Container {
     /// from the index or chunk headers already read (nothing is read or
     /// decoded)? A read of a hole can then be answered without writing zeros.
     pub fn is_zero(&self, offset: u64, len: u64) -> bool {
-        if len == 0 || offset.saturating_add(len) > self.len() {
+        let header = match &self.view {
+            View::Raw => 0,
+            View::Npy { header, .. } => header.len() as u64,
+        };
+        if len == 0 || offset < header || offset.saturating_add(len) > self.len() {
             return false;
         }
+        let mut all = true;
+        self.raw_runs(offset, len, |raw, n| all = all && self.raw_is_zero(raw, n)) && all
+    }
+
+    /// Call `f(raw offset, length)` for the runs of raw content that the
+    /// presented bytes `from..from+len` (past a `.npy` header) come from.
+    /// False if the array layout could not be walked.
+    fn raw_runs(&self, from: u64, len: u64, mut f: impl FnMut(u64, u64)) -> bool {
         let (hl, nd) = match &self.view {
-            View::Raw => return self.raw_is_zero(offset, len),
+            View::Raw => {
+                f(from, len);
+                return true;
+            }
             View::Npy { header, nd, .. } => (header.len() as u64, nd),
         };
-        if offset < hl {
-            return false;
+        let end = from.saturating_add(len).saturating_sub(hl);
+        let from = from.max(hl) - hl;
+        if end <= from {
+            return true;
         }
-        let d = offset - hl;
         match nd {
-            None => self.raw_is_zero(d, len),
+            None => {
+                f(from, end - from);
+                true
+            }
             Some(nd) => {
                 let is = nd.itemsize;
-                let e0 = d / is;
-                let e1 = (d + len).div_ceil(is);
-                let mut all = true;
-                let walked = nd.for_each_run(e0, e1 - e0, |raw, k| {
-                    all = all && self.raw_is_zero(raw, k * is);
-                    Ok(())
-                });
-                all && walked.is_ok()
+                let e0 = from / is;
+                let e1 = end.div_ceil(is).min(nd.data_len() / is);
+                e1 <= e0
+                    || nd
+                        .for_each_run(e0, e1 - e0, |raw, k| {
+                            f(raw, k * is);
+                            Ok(())
+                        })
+                        .is_ok()
             }
         }
     }
@@ -288,29 +308,7 @@ impl Container {
     /// Queue the blocks of presented bytes `from..from+len` that are neither
     /// cached nor queued.
     fn decode_ahead(&self, from: u64, len: u64) {
-        let (hl, nd) = match &self.view {
-            View::Raw => return self.queue_raw(from, len),
-            View::Npy { header, nd, .. } => (header.len() as u64, nd),
-        };
-        let (from, len) = if from < hl {
-            (0, len.saturating_sub(hl - from))
-        } else {
-            (from - hl, len)
-        };
-        match nd {
-            None => self.queue_raw(from, len),
-            Some(nd) => {
-                let is = nd.itemsize;
-                let e0 = from / is;
-                let e1 = (from + len).div_ceil(is).min(nd.data_len() / is);
-                if e1 > e0 {
-                    let _ = nd.for_each_run(e0, e1 - e0, |raw, k| {
-                        self.queue_raw(raw, k * is);
-                        Ok(())
-                    });
-                }
-            }
-        }
+        self.raw_runs(from, len, |raw, n| self.queue_raw(raw, n));
     }
 
     /// Queue the blocks of raw bytes `off..off+len` (see `decode_ahead`).
@@ -647,10 +645,10 @@ impl ChunkCtx {
     /// Hand block `i` to the pool unless it is cached or queued already.
     /// False when the pool refuses (off or full).
     fn queue(&self, i: u32) -> bool {
-        let key = self.key(i);
-        if self.env.cache.contains(&key) || self.env.ahead.lookup(&key).is_some() {
+        if !self.missing(i) {
             return true;
         }
+        let key = self.key(i);
         let me = self.clone();
         // Not `cached_block`: the job must not wait for its own slot. Errors
         // are dropped: the reader decodes again and reports them.
@@ -668,6 +666,12 @@ impl ChunkCtx {
     /// A block consumed whole leaves the cache: the page cache has it now.
     fn take_ready(&self, i: u32, dst: &mut [u8], block0: Option<&[u8]>) -> Result<bool> {
         let key = self.key(i);
+        let consume = |b: Block, dst: &mut [u8]| {
+            dst.copy_from_slice(&b);
+            self.env.cache.recycle(b);
+            Stats::add(&self.env.stats.cache_hits, 1);
+            Ok(true)
+        };
         // The pool first, then the cache: a job puts its block in the cache
         // before it leaves the table, so no finished block is missed.
         if let Some(slot) = self.env.ahead.lookup(&key) {
@@ -678,23 +682,16 @@ impl ChunkCtx {
                     return r.map(|()| true);
                 }
                 Claim::Done(Some(b)) => {
-                    dst.copy_from_slice(&b);
-                    self.env.cache.remove(&key);
-                    self.env.cache.recycle(b);
-                    Stats::add(&self.env.stats.cache_hits, 1);
-                    return Ok(true);
+                    drop(self.env.cache.take(&key));
+                    return consume(b, dst);
                 }
                 Claim::Done(None) => {}
             }
         }
-        if let Some(b) = self.env.cache.get(&key) {
-            dst.copy_from_slice(&b);
-            self.env.cache.remove(&key);
-            self.env.cache.recycle(b);
-            Stats::add(&self.env.stats.cache_hits, 1);
-            return Ok(true);
+        match self.env.cache.take(&key) {
+            Some(b) => consume(b, dst),
+            None => Ok(false),
         }
-        Ok(false)
     }
 
     /// Decode whole blocks `i..=j` (adjacent in the source) into `dst`.
