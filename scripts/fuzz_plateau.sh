@@ -13,6 +13,8 @@
 # FUZZ_TIMEOUT (default 10) is libFuzzer's per-input timeout in seconds; on
 # a loaded machine a stalled process can trip 10 s (reproduce before
 # believing a timeout: run the target binary on the artifact alone).
+# FUZZ_BUILD (default "-O") are cargo fuzz's build flags: "-O -a" adds debug
+# assertions and overflow checks, so an integer overflow is a crash.
 # Not for CI (CI runs scripts/fuzz.sh 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,15 +63,18 @@ secs=${1:?usage: fuzz_plateau.sh SECONDS [TARGET...] | --table [TARGET...]}
 shift
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
 export RUSTC_BOOTSTRAP=1
-(cd fuzz && cargo fuzz build -O >/dev/null)
+build=${FUZZ_BUILD:--O}
+# shellcheck disable=SC2086 # word splitting of the flags is wanted
+(cd fuzz && cargo fuzz build $build >/dev/null)
 [ $# -gt 0 ] || set -- $(cd fuzz && cargo fuzz list)
 for t in "$@"; do
     scripts/fuzz_seed.sh "$t"
-    echo "-- fuzz $t (${secs}s) -> $logs/$t.log"
+    echo "-- fuzz $t (${secs}s, $build) -> $logs/$t.log"
     (
         cd fuzz
         SECONDS=0
-        cargo fuzz run -O "$t" "corpus/$t" -- \
+        # shellcheck disable=SC2086
+        cargo fuzz run $build "$t" "corpus/$t" -- \
             -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
             -max_len=1048576 -print_final_stats=1 2>&1 \
             | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done

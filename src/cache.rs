@@ -189,6 +189,8 @@ pub struct Stats {
     pub cache_misses: AtomicU64,
     pub blocks_decoded: AtomicU64,
     pub source_bytes_read: AtomicU64,
+    /// Block reads that bypassed the page cache (`O_DIRECT`).
+    pub source_direct_reads: AtomicU64,
     pub bytes_served: AtomicU64,
     pub special_bytes_served: AtomicU64,
 }
@@ -200,11 +202,12 @@ impl Stats {
     pub fn render(&self, cache: &BlockCache) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
-            "cache_hits={}\ncache_misses={}\nblocks_decoded={}\nsource_bytes_read={}\nbytes_served={}\nspecial_bytes_served={}\ncache_bytes={}\ncache_budget={}\n",
+            "cache_hits={}\ncache_misses={}\nblocks_decoded={}\nsource_bytes_read={}\nsource_direct_reads={}\nbytes_served={}\nspecial_bytes_served={}\ncache_bytes={}\ncache_budget={}\n",
             g(&self.cache_hits),
             g(&self.cache_misses),
             g(&self.blocks_decoded),
             g(&self.source_bytes_read),
+            g(&self.source_direct_reads),
             g(&self.bytes_served),
             g(&self.special_bytes_served),
             cache.bytes(),

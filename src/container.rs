@@ -15,7 +15,7 @@ use crate::ensure;
 use crate::error::{Error, Result};
 use crate::format::chunk::{ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
-use crate::io::Source;
+use crate::io::{Access, Source};
 use crate::npy::NdLayout;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,41 @@ pub struct Env {
     /// How far past a sequential reader's last request to decode ahead
     /// (bytes; 0: only the blocks asked for).
     pub decode_ahead: u64,
+    /// Whether block reads may bypass the page cache.
+    pub source_io: SourceIo,
 }
+
+/// `-o source_io=`: may block reads bypass the kernel's page cache?
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SourceIo {
+    /// A random read of a block not in the page cache bypasses it
+    /// (`O_DIRECT`); sequential reads keep the kernel's read-ahead.
+    #[default]
+    Auto,
+    /// Always through the page cache.
+    Buffered,
+    /// Every block read bypasses the page cache where the file system
+    /// allows it (tests; sources on slow random-access storage).
+    Direct,
+}
+
+impl SourceIo {
+    pub fn parse(s: &str) -> Option<SourceIo> {
+        match s {
+            "auto" => Some(SourceIo::Auto),
+            "buffered" => Some(SourceIo::Buffered),
+            "direct" => Some(SourceIo::Direct),
+            _ => None,
+        }
+    }
+}
+
+/// Block reads smaller than this always go through the page cache.
+const MIN_DIRECT: usize = 32 << 10;
+/// A block read starting within this distance of the container's previous
+/// one is taken as part of a sequential scan: through the page cache, so
+/// the kernel's read-ahead works for it.
+const SEQ_WINDOW: u64 = 8 << 20;
 
 impl Env {
     /// A cache of `cache_bytes` and a pool of one thread per CPU (started on
@@ -53,6 +87,7 @@ impl Env {
             ahead: Arc::new(Ahead::new(workers)),
             verify_checksums: true,
             decode_ahead: DEFAULT_DECODE_AHEAD,
+            source_io: SourceIo::Auto,
         }
     }
 }
@@ -88,6 +123,8 @@ pub struct Container {
     last_end: AtomicU64,
     /// How far decode-ahead has queued (presented offset).
     ahead_to: AtomicU64,
+    /// Where the last block read from the source ended (source offset).
+    src_end: Arc<AtomicU64>,
 }
 
 /// How the raw uncompressed content is presented.
@@ -118,6 +155,7 @@ impl Container {
             view: View::Raw,
             last_end: AtomicU64::new(0),
             ahead_to: AtomicU64::new(0),
+            src_end: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -532,6 +570,7 @@ impl Container {
             source: self.index.sources[src as usize].clone(),
             offset,
             env: self.env.clone(),
+            src_end: self.src_end.clone(),
         }
     }
 
@@ -624,6 +663,7 @@ struct ChunkCtx {
     source: Arc<dyn Source>,
     offset: u64,
     env: Env,
+    src_end: Arc<AtomicU64>,
 }
 
 impl ChunkCtx {
@@ -700,10 +740,17 @@ impl ChunkCtx {
         let bs = l.header.blocksize as u64;
         let span_start = l.extents[i as usize].start as u64;
         let span_end = l.extents[j as usize].end as u64;
+        let at = self.offset + span_start;
+        let len = (span_end - span_start) as usize;
         READBUF.with(|rb| -> Result<()> {
             let mut rb = rb.borrow_mut();
-            rb.resize((span_end - span_start) as usize, 0);
-            self.src_read(self.offset + span_start, &mut rb)?;
+            let (rb, direct) = self
+                .source
+                .read_span(at, len, self.access(at, len), &mut rb)?;
+            Stats::add(&self.env.stats.source_bytes_read, len as u64);
+            if direct {
+                Stats::add(&self.env.stats.source_direct_reads, 1);
+            }
             for k in i..=j {
                 let e = l.extents[k as usize];
                 let data = &rb
@@ -717,10 +764,22 @@ impl ChunkCtx {
         })
     }
 
-    fn src_read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.source.read_exact_at(offset, buf)?;
-        Stats::add(&self.env.stats.source_bytes_read, buf.len() as u64);
-        Ok(())
+    /// May a block read of `len` bytes at source offset `at` bypass the
+    /// page cache? Not when it continues a sequential scan (the kernel's
+    /// read-ahead serves those), nor when it is small.
+    fn access(&self, at: u64, len: usize) -> Access {
+        match self.env.source_io {
+            SourceIo::Buffered => Access::Cached,
+            SourceIo::Direct => Access::Direct,
+            SourceIo::Auto => {
+                let prev = self.src_end.swap(at + len as u64, Ordering::Relaxed);
+                if len < MIN_DIRECT || at.abs_diff(prev) <= SEQ_WINDOW {
+                    Access::Cached
+                } else {
+                    Access::Auto
+                }
+            }
+        }
     }
 
     /// Block `i`, from the cache, from the pool, or decoded into the cache.

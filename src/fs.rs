@@ -68,6 +68,8 @@ pub struct FsOptions {
     pub verify_checksums: bool,
     /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
     pub decode_ahead: u64,
+    /// May block reads bypass the page cache (`O_DIRECT`)?
+    pub source_io: crate::container::SourceIo,
 }
 
 impl Default for FsOptions {
@@ -76,6 +78,7 @@ impl Default for FsOptions {
             cache_size: 256 << 20,
             verify_checksums: true,
             decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
+            source_io: crate::container::SourceIo::Auto,
         }
     }
 }
@@ -219,6 +222,7 @@ impl Fs {
         let mut env = Env::new(opts.cache_size);
         env.verify_checksums = opts.verify_checksums;
         env.decode_ahead = opts.decode_ahead;
+        env.source_io = opts.source_io;
         let mut nodes = HashMap::new();
         nodes.insert(
             ROOT_INO,

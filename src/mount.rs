@@ -31,6 +31,8 @@ Options:
   -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
   -o decode_ahead=SIZE   decode this far past a sequential reader, on one thread per CPU (default 0: off)
+  -o source_io=MODE      auto (default): a cold random block read bypasses the page cache;
+                         buffered: never; direct: always where the file system allows it
   -o allow_other         let other users read (implies default_permissions)
   -o allow_root          let root read too
   -o default_permissions let the kernel check permissions
@@ -56,6 +58,7 @@ pub struct MountArgs {
     pub threads: usize,
     pub readahead: u64,
     pub decode_ahead: u64,
+    pub source_io: crate::container::SourceIo,
     pub verify: bool,
     pub allow_other: bool,
     pub allow_root: bool,
@@ -84,6 +87,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             .max(2),
         readahead: 1 << 20,
         decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
+        source_io: crate::container::SourceIo::Auto,
         verify: true,
         allow_other: false,
         allow_root: false,
@@ -153,6 +157,11 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
                 let v = need(k, v)?;
                 m.decode_ahead =
                     parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
+            }
+            "source_io" => {
+                let v = need(k, v)?;
+                m.source_io = crate::container::SourceIo::parse(v)
+                    .ok_or_else(|| format!("source_io: not one of auto, buffered, direct: {v}"))?;
             }
             "allow_other" => {
                 m.allow_other = true;
@@ -514,6 +523,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
             cache_size: m.cache_size,
             verify_checksums: m.verify,
             decode_ahead: m.decode_ahead,
+            source_io: m.source_io,
         },
     ) {
         Ok(fs) => Arc::new(fs),

@@ -268,3 +268,84 @@ fn decode_ahead_does_not_hide_a_damaged_block() {
     }
     assert!(failed >= 1);
 }
+
+/// Does this kernel answer `cachestat(2)` (Linux 6.5+) for `f`, and does
+/// the file system take `O_DIRECT`? Only then can `source_io=auto` bypass
+/// the page cache.
+fn can_bypass_page_cache(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(p)
+    else {
+        return false;
+    };
+    let range = [0u64, 4096];
+    let mut st = [0u64; 5];
+    // SAFETY: a range and a result of the kernel's layout (two and five u64).
+    unsafe { libc::syscall(451, f.as_raw_fd(), range.as_ptr(), st.as_mut_ptr(), 0u32) == 0 }
+}
+
+/// `source_io=auto`: a random read of a block not in the page cache
+/// bypasses it (`O_DIRECT`); the next block, read sequentially, and a block
+/// already in the page cache are read through it. Bytes are exact each way.
+/// The file is a Blosc1 memcpyed chunk of 32 MiB (256 KiB blocks), so every
+/// block read is 256 KiB from the source.
+#[test]
+fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
+    use std::io::Write;
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("memcpyed.blosc1");
+    let n = 32usize << 20;
+    let bs = 256u32 << 10;
+    let mut seed = 7u64;
+    let data: Vec<u8> = (0..n).map(|_| xorshift(&mut seed) as u8).collect();
+    let mut chunk = vec![2u8, 1, 0x02, 1];
+    chunk.extend_from_slice(&(n as u32).to_le_bytes());
+    chunk.extend_from_slice(&bs.to_le_bytes());
+    chunk.extend_from_slice(&(n as u32 + 16).to_le_bytes());
+    chunk.extend_from_slice(&data);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(&chunk)
+        .unwrap();
+    if !can_bypass_page_cache(&p) {
+        eprintln!("skipped: no cachestat(2) or no O_DIRECT here");
+        return;
+    }
+    let env = Env::with_workers(64 << 20, 0);
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    let direct = || env.stats.source_direct_reads.load(Ordering::Relaxed);
+    // Written just now: in the page cache. Push it out (clean pages go).
+    f.sync_all().unwrap();
+    // SAFETY: plain advice on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let mut buf = vec![0u8; 4096];
+    let at = 20 << 20;
+    assert_eq!(c.read_at(at + 5, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[at as usize + 5..at as usize + 5 + 4096]);
+    assert_eq!(
+        direct(),
+        1,
+        "a cold random block read bypasses the page cache"
+    );
+    // The next block: a sequential read, through the page cache.
+    let next = at + bs as u64;
+    assert_eq!(c.read_at(next, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[next as usize..next as usize + 4096]);
+    assert_eq!(direct(), 1, "a sequential block read keeps the page cache");
+    // A far block that is in the page cache: read through it.
+    let far = 2u64 << 20;
+    std::fs::read(&p).unwrap();
+    assert_eq!(c.read_at(far, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[far as usize..far as usize + 4096]);
+    assert_eq!(
+        direct(),
+        1,
+        "a block already in the page cache is read from it"
+    );
+}

@@ -3,6 +3,8 @@
 //! random windows. The committed small matrix lives in tests/fixtures; CI
 //! also runs the full matrix from $BLOSCFS_FIXTURES.
 
+use bloscfs::container::SourceIo;
+use bloscfs::Env;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,9 +67,10 @@ impl Rng {
     }
 }
 
-fn check(f: &Fixture) -> Result<(), String> {
-    let name = format!("{} ({}, {})", f.path.display(), f.kind, f.params);
-    let opened = bloscfs::open_path(&f.path);
+fn check(f: &Fixture, env: &Env) -> Result<(), String> {
+    let io = env.source_io;
+    let name = format!("{} ({}, {}, {io:?})", f.path.display(), f.kind, f.params);
+    let opened = bloscfs::open_path_with(&f.path, env);
     match f.expect.as_str() {
         "not-container" => {
             return match opened {
@@ -164,13 +167,27 @@ fn check(f: &Fixture) -> Result<(), String> {
 
 #[test]
 fn reference_fixtures_decode_byte_exact() {
+    matrix(SourceIo::Auto);
+}
+
+/// The same with every block read bypassing the page cache (`O_DIRECT`,
+/// where the file system allows it): aligned reads, spans at any offset,
+/// short reads at the end of the file.
+#[test]
+fn reference_fixtures_decode_byte_exact_direct_io() {
+    matrix(SourceIo::Direct);
+}
+
+fn matrix(io: SourceIo) {
+    let mut env = Env::new(64 << 20);
+    env.source_io = io;
     let mut failures = Vec::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut total = 0;
     for dir in dirs() {
         for f in load(&dir) {
             total += 1;
-            match check(&f) {
+            match check(&f, &env) {
                 Ok(()) => *counts.entry(f.kind.clone()).or_default() += 1,
                 Err(e) => failures.push(e),
             }
