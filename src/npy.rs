@@ -25,6 +25,8 @@ pub struct NdLayout {
     bgrid: Vec<u64>,
     chunk_bytes: u64,
     block_bytes: u64,
+    /// Size of the padded content (`grid` chunks of `chunk_bytes`).
+    raw_len: u64,
 }
 
 /// Arrays bigger than this (elements x itemsize) are refused as corrupt.
@@ -85,6 +87,14 @@ impl NdLayout {
             corrupt,
             "b2nd: padded chunk of {chunk_bytes} bytes exceeds the 2 GiB chunk limit"
         );
+        // The padded content: chunks in the grid times the padded chunk
+        // size. Bounded like the array (a small array in huge padded chunks
+        // can still claim more than any file holds).
+        let raw_len = grid
+            .iter()
+            .try_fold(chunk_bytes, |acc, &g| acc.checked_mul(g))
+            .filter(|&r| r <= MAX_ARRAY_BYTES)
+            .ok_or_else(|| Error::corrupt("b2nd: padded array size overflows"))?;
         Ok(NdLayout {
             shape: shape.to_vec(),
             chunkshape: chunkshape.to_vec(),
@@ -95,6 +105,7 @@ impl NdLayout {
             bgrid,
             chunk_bytes,
             block_bytes,
+            raw_len,
         })
     }
 
@@ -107,7 +118,7 @@ impl NdLayout {
     }
     /// Size of the raw padded content the frame must hold.
     pub fn raw_len(&self) -> u64 {
-        self.grid.iter().product::<u64>() * self.chunk_bytes
+        self.raw_len
     }
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk_bytes

@@ -112,3 +112,36 @@ fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
     let grew = peak_rss().saturating_sub(before);
     assert!(grew < 256 << 20, "one read raised peak RSS by {grew} bytes");
 }
+
+/// Found by `read_at` built with overflow checks (`-O -a`): a b2nd frame
+/// whose array is small enough but whose padded content (chunks in the grid
+/// times the padded chunk size) overflows u64. Without overflow checks the
+/// size wrapped to a small number, passed the check against the frame's
+/// content, and the array was presented as `.npy` over a bogus layout. Now
+/// the layout is refused and the frame is presented as raw bytes.
+#[test]
+fn b2nd_padded_size_overflow_is_refused() {
+    use bloscfs::container::View;
+    use bloscfs::npy::NdLayout;
+    let data = input("b2nd-padded-size-overflow.bin");
+    let src = Arc::new(MemSource::new(data.clone()));
+    let env = bloscfs::Env::new(1 << 20);
+    let c = bloscfs::detect::open_source(src, Path::new("regress"), &env)
+        .unwrap()
+        .unwrap();
+    assert!(matches!(c.view(), View::Raw), "presented as an array");
+    assert_eq!(c.len(), c.raw_len());
+    fuzz_read_at(&data);
+    // 2^50 chunks of 2^30 padded bytes (u64 overflow), and 2^40 chunks of
+    // 2^20 bytes (2^60: beyond the array size bound): both refused.
+    for (shape, chunk) in [
+        ([1u64 << 50, 1], [1u64, 1 << 30]),
+        ([1 << 40, 1], [1, 1 << 20]),
+    ] {
+        let e = NdLayout::new(&shape, &chunk, &chunk, 1).unwrap_err();
+        assert!(e.to_string().contains("padded array size"), "{e}");
+    }
+    // A padded layout that fits is fine: 3 chunks of 4 elements for 10.
+    let l = NdLayout::new(&[10], &[4], &[2], 8).unwrap();
+    assert_eq!(l.raw_len(), 3 * 4 * 8);
+}
