@@ -171,6 +171,20 @@ fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
     }
 }
 
+/// Switch the calling thread between `SCHED_IDLE` and `SCHED_OTHER`
+/// (best effort: lowering is always allowed, and going back from
+/// `SCHED_IDLE` to `SCHED_OTHER` at nice 0 is allowed to the thread's owner).
+fn set_idle_priority(idle: bool) {
+    let policy = if idle {
+        libc::SCHED_IDLE
+    } else {
+        libc::SCHED_OTHER
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid pointer.
+    unsafe { libc::sched_setscheduler(0, policy, &param) };
+}
+
 fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
     loop {
         let job = {
@@ -183,7 +197,12 @@ fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
         let (key, slot, work) = match job {
             Job::Block { key, slot, work } => (key, slot, work),
             Job::Task(task) => {
+                // Housekeeping nobody waits for (mapping spare buffers): only
+                // on an otherwise idle CPU, so it never delays a reader's
+                // decoding on the same CPU.
+                set_idle_priority(true);
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
+                set_idle_priority(false);
                 continue;
             }
         };
@@ -206,7 +225,7 @@ mod tests {
     use std::time::Duration;
 
     fn block(n: u8) -> Option<Block> {
-        Some(Arc::new(vec![n; 4]))
+        Some(Arc::new(vec![n; 4].into()))
     }
 
     #[test]
@@ -238,7 +257,7 @@ mod tests {
         assert!(a.lookup(&(1, 0, 1)).is_none());
         gate.wait();
         match a.claim(&s0) {
-            Claim::Done(Some(b)) => assert_eq!(&*b, &[7; 4]),
+            Claim::Done(Some(b)) => assert_eq!(&b[..], &[7; 4]),
             _ => panic!("running block not waited for"),
         }
         while a.in_flight() > 0 {

@@ -9,7 +9,7 @@
 //! the caller's buffer.
 
 use crate::ahead::{Ahead, Claim};
-use crate::cache::{Block, BlockCache, BlockKey, Stats};
+use crate::cache::{Block, BlockBuf, BlockCache, BlockKey, Stats};
 use crate::decode;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -830,16 +830,13 @@ impl ChunkCtx {
     /// A buffer to decode a block into: a spare one (its pages are mapped)
     /// when there is one. When spares run low the pool maps a new one off
     /// the read path, so a cold read rarely pays a page fault per 4 KiB.
-    fn buffer(&self, len: usize) -> Vec<u8> {
+    fn buffer(&self, len: usize) -> BlockBuf {
         let (v, left) = self.env.cache.buffer(len);
         if left == 0 {
             let cache = self.env.cache.clone();
             self.env.ahead.spawn(Box::new(move || {
-                let mut v = vec![0u8; len];
-                // Touch every page now (a calloc'ed buffer is mapped lazily).
-                for b in v.iter_mut().step_by(4096) {
-                    *b = std::hint::black_box(0);
-                }
+                let mut v = BlockBuf::new(len);
+                v.populate();
                 cache.put_spare(v);
             }));
         }
