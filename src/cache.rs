@@ -246,6 +246,11 @@ impl BlockCache {
         }
     }
 
+    /// Would a spare buffer of `len` bytes be kept?
+    pub fn keeps_spare(&self, len: usize) -> bool {
+        len.next_multiple_of(PAGE) <= self.spare_bytes
+    }
+
     /// A buffer of `len` bytes for decoding into: a spare of about that size
     /// if there is one (its old contents are overwritten by the decoder), or
     /// a new one. Also says how many spares of that size are left.

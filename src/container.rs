@@ -832,7 +832,9 @@ impl ChunkCtx {
     /// the read path, so a cold read rarely pays a page fault per 4 KiB.
     fn buffer(&self, len: usize) -> BlockBuf {
         let (v, left) = self.env.cache.buffer(len);
-        if left == 0 {
+        // A spare too big to be kept is not prepared (a block of a lying
+        // size must not map its pages in advance).
+        if left == 0 && self.env.cache.keeps_spare(len) {
             let cache = self.env.cache.clone();
             self.env.ahead.spawn(Box::new(move || {
                 let mut v = BlockBuf::new(len);

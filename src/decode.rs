@@ -3,6 +3,7 @@
 //! The caller hands over exactly the bytes of the block's extent (see
 //! `ChunkLayout`), so a read touches only the blocks it needs.
 
+use crate::cache::BlockBuf;
 use crate::codec;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -11,7 +12,22 @@ use crate::format::chunk::{filter_id, ChunkLayout, Special};
 use std::cell::RefCell;
 
 thread_local! {
-    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    /// Intermediate buffers of the filter pipeline, kept per thread. Large
+    /// ones are their own mappings whose pages are only mapped as they are
+    /// written (a lying block size costs address space, not memory).
+    static SCRATCH: RefCell<(BlockBuf, BlockBuf)> = RefCell::new((BlockBuf::new(0), BlockBuf::new(0)));
+}
+
+/// Scratch buffers larger than this are given back after each block.
+const KEEP_SCRATCH: usize = 64 << 20;
+
+/// Make `x` `n` bytes long (contents are garbage), reallocating only to grow.
+fn scratch(x: &mut BlockBuf, n: usize) {
+    if x.capacity() < n {
+        *x = BlockBuf::new(n);
+    } else {
+        x.set_len(n);
+    }
 }
 
 /// Fill `out` with the special value of a whole chunk, starting at byte
@@ -77,43 +93,66 @@ pub fn decode_block(
     SCRATCH.with(|cell| {
         let mut cell = cell.borrow_mut();
         let (a, b) = &mut *cell;
-        a.resize(bsize, 0);
-        b.resize(bsize, 0);
-        // Targets of the buffer-to-buffer steps, chosen backwards so the last
-        // one writes straight into `out` (no final copy).
-        let mut targets = vec![Buf::Out; moving];
-        for k in (0..moving.saturating_sub(1)).rev() {
-            targets[k] = if (moving - 1 - k) % 2 == 1 {
-                Buf::A
-            } else {
-                Buf::B
-            };
-        }
-        let mut cur = match targets[0] {
-            Buf::A => Buf::B,
-            _ => Buf::A,
-        };
-        decode_streams(layout, i, data, buf(cur, out, a, b))?;
-        let ts = h.typesize as usize;
-        let mut k = 0;
-        for step in &steps {
-            if let Step::Delta = step {
-                delta_step(ts, i, block0, buf(cur, out, a, b))?;
-                continue;
+        scratch(a, bsize);
+        scratch(b, if moving > 1 { bsize } else { 0 });
+        let r = run_steps(layout, i, data, block0, out, &steps, moving, a, b);
+        for x in [a, b] {
+            if x.capacity() > KEEP_SCRATCH {
+                *x = BlockBuf::new(0);
             }
-            let dst_id = targets[k];
-            k += 1;
-            let (src, dst) = pair(cur, dst_id, out, a, b);
-            match step {
-                Step::Unshuffle(t) => filter::shuffle::unshuffle(*t, src, dst),
-                Step::Bitunshuffle => filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?,
-                Step::Bytedelta(t) => filter::bytedelta::decode(*t, src, dst)?,
-                Step::Delta => unreachable!(),
-            }
-            cur = dst_id;
         }
-        Ok(())
+        r
     })
+}
+
+/// The filter pipeline of one block through the scratch buffers `a`, `b`.
+#[allow(clippy::too_many_arguments)]
+fn run_steps(
+    layout: &ChunkLayout,
+    i: u32,
+    data: &[u8],
+    block0: Option<&[u8]>,
+    out: &mut [u8],
+    steps: &[Step],
+    moving: usize,
+    a: &mut [u8],
+    b: &mut [u8],
+) -> Result<()> {
+    let h = &layout.header;
+    // Targets of the buffer-to-buffer steps, chosen backwards so the last
+    // one writes straight into `out` (no final copy).
+    let mut targets = vec![Buf::Out; moving];
+    for k in (0..moving.saturating_sub(1)).rev() {
+        targets[k] = if (moving - 1 - k) % 2 == 1 {
+            Buf::A
+        } else {
+            Buf::B
+        };
+    }
+    let mut cur = match targets[0] {
+        Buf::A => Buf::B,
+        _ => Buf::A,
+    };
+    decode_streams(layout, i, data, buf(cur, out, a, b))?;
+    let ts = h.typesize as usize;
+    let mut k = 0;
+    for step in steps {
+        if let Step::Delta = step {
+            delta_step(ts, i, block0, buf(cur, out, a, b))?;
+            continue;
+        }
+        let dst_id = targets[k];
+        k += 1;
+        let (src, dst) = pair(cur, dst_id, out, a, b);
+        match step {
+            Step::Unshuffle(t) => filter::shuffle::unshuffle(*t, src, dst),
+            Step::Bitunshuffle => filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?,
+            Step::Bytedelta(t) => filter::bytedelta::decode(*t, src, dst)?,
+            Step::Delta => unreachable!(),
+        }
+        cur = dst_id;
+    }
+    Ok(())
 }
 
 /// One decode step of the filter pipeline.

@@ -145,3 +145,47 @@ fn b2nd_padded_size_overflow_is_refused() {
     let l = NdLayout::new(&[10], &[4], &[2], 8).unwrap();
     assert_eq!(l.raw_len(), 3 * 4 * 8);
 }
+
+/// Found by `read_at` (OOM, 3.6 GB RSS; libFuzzer blamed an innocent empty
+/// input): chunks declaring blocks of ~1.7 GB. A block's scratch buffers were
+/// zero-filled to the declared size and kept by the thread afterwards, and a
+/// spare buffer of that size was mapped in advance. Now blocks above the
+/// format's maximum (`BLOSC2_MAXBLOCKSIZE`, as C-Blosc2 checks) are refused;
+/// scratch buffers are mappings whose pages are only touched as written (and
+/// large ones are given back after the block); spares too big to be kept are
+/// not prepared. Here: a real zstd chunk whose header claims one block of
+/// the maximum size, read through what the `read_at` target does.
+#[test]
+fn lying_block_size_maps_no_memory() {
+    use bloscfs::format::chunk::MAX_BLOCKSIZE;
+    let mut data = std::fs::read(common::fixture(
+        "chunk2/zstd-bytedelta-ts3-auto_split-counter.b2",
+    ))
+    .unwrap();
+    let max = MAX_BLOCKSIZE.to_le_bytes();
+    data[4..8].copy_from_slice(&max);
+    data[8..12].copy_from_slice(&max);
+    let rss = || {
+        let s = std::fs::read_to_string("/proc/self/status").unwrap();
+        let l = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    };
+    let (hwm0, rss0) = (peak_rss(), rss());
+    for _ in 0..3 {
+        fuzz_read_at(&data);
+    }
+    let (hwm1, rss1) = (peak_rss(), rss());
+    assert!(
+        hwm1 < hwm0 + (64 << 20) && rss1 < rss0 + (32 << 20),
+        "a lying 512 MiB block cost memory: peak +{} MiB, kept +{} MiB",
+        (hwm1 - hwm0) >> 20,
+        rss1.saturating_sub(rss0) >> 20
+    );
+    // One byte over the maximum is refused at the header.
+    data[8..12].copy_from_slice(&(MAX_BLOCKSIZE + 1).to_le_bytes());
+    let e = bloscfs::format::chunk::ChunkHeader::parse(&data).unwrap_err();
+    assert!(
+        e.to_string().contains("exceeds the format's maximum"),
+        "{e}"
+    );
+}

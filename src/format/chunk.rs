@@ -12,6 +12,9 @@ pub const EXTENDED_HEADER_LEN: usize = 32;
 /// Blosc chunks are limited to 2 GiB by their int32 fields.
 pub const MAX_CHUNK_NBYTES: u64 = i32::MAX as u64;
 pub const MAX_TYPESIZE: u8 = 255;
+/// The largest block C-Blosc2 writes or reads (`BLOSC2_MAXBLOCKSIZE`): a
+/// bigger one is a lying header, refused before any buffer is sized by it.
+pub const MAX_BLOCKSIZE: u32 = 536_866_816;
 /// A memcpyed chunk stores no block starts, so its block count comes from
 /// the header alone; past this many blocks (8 MiB of extents) it is refused
 /// rather than have 17 bytes of header drive a multi-GiB allocation.
@@ -219,6 +222,12 @@ impl ChunkHeader {
         );
         if h.special()?.is_none() && h.nbytes > 0 {
             ensure!(h.blocksize > 0, corrupt, "chunk blocksize is 0");
+            ensure!(
+                h.blocksize <= MAX_BLOCKSIZE,
+                corrupt,
+                "chunk blocksize {} exceeds the format's maximum of {MAX_BLOCKSIZE}",
+                h.blocksize
+            );
         }
         Ok(h)
     }
