@@ -52,13 +52,23 @@ pub trait Source: Send + Sync {
         scratch: &'a mut Vec<u8>,
     ) -> Result<(&'a [u8], bool)> {
         let _ = access;
-        check_range(self.len(), offset, len as u64)?;
-        if scratch.len() < len {
-            scratch.resize(len, 0);
-        }
-        self.read_exact_at(offset, &mut scratch[..len])?;
-        Ok((&scratch[..len], false))
+        buffered_span(self, offset, len, scratch)
     }
+}
+
+/// `read_span` through the page cache.
+fn buffered_span<'a, S: Source + ?Sized>(
+    src: &S,
+    offset: u64,
+    len: usize,
+    scratch: &'a mut Vec<u8>,
+) -> Result<(&'a [u8], bool)> {
+    check_range(src.len(), offset, len as u64)?;
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    src.read_exact_at(offset, &mut scratch[..len])?;
+    Ok((&scratch[..len], false))
 }
 
 /// Is `offset..offset + len` inside a source of `size` bytes?
@@ -261,11 +271,7 @@ impl Source for FileSource {
                 return Ok((&scratch[r], true));
             }
         }
-        if scratch.len() < len {
-            scratch.resize(len, 0);
-        }
-        self.read_exact_at(offset, &mut scratch[..len])?;
-        Ok((&scratch[..len], false))
+        buffered_span(self, offset, len, scratch)
     }
 }
 
