@@ -20,6 +20,10 @@ const SPARE_BYTES: usize = 16 << 20;
 
 /// Buffers this large or larger get their own anonymous mapping.
 const MAP_MIN: usize = 128 << 10;
+/// At most this many such mappings at once (each may be a kernel VMA, and a
+/// process has 65,530 by default); beyond, buffers go on the heap.
+const MAX_MAPPINGS: usize = 16 << 10;
+static MAPPINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const PAGE: usize = 4096;
 
 /// A block's buffer. From 128 KiB up it is its own anonymous mapping, whose
@@ -46,7 +50,7 @@ unsafe impl Sync for BlockBuf {}
 impl BlockBuf {
     /// `len` zero bytes (their pages are mapped lazily: see `populate`).
     pub fn new(len: usize) -> BlockBuf {
-        if len >= MAP_MIN {
+        if len >= MAP_MIN && MAPPINGS.fetch_add(1, Ordering::Relaxed) < MAX_MAPPINGS {
             let cap = len.next_multiple_of(PAGE);
             // SAFETY: a fresh private anonymous mapping; checked below.
             let p = unsafe {
@@ -67,6 +71,9 @@ impl BlockBuf {
                     };
                 }
             }
+            MAPPINGS.fetch_sub(1, Ordering::Relaxed);
+        } else if len >= MAP_MIN {
+            MAPPINGS.fetch_sub(1, Ordering::Relaxed);
         }
         BlockBuf {
             len,
@@ -151,6 +158,7 @@ impl Drop for BlockBuf {
         if let Mem::Map(p, cap) = &self.mem {
             // SAFETY: our mapping, unmapped once.
             unsafe { libc::munmap(p.as_ptr().cast(), *cap) };
+            MAPPINGS.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
