@@ -221,6 +221,14 @@ impl Container {
     pub fn info(&self) -> &Info {
         &self.index.info
     }
+    /// Memory the chunk index holds, about (entries and their layout slots;
+    /// layouts read since are not counted).
+    pub fn index_bytes(&self) -> usize {
+        self.index.chunks.len()
+            * (std::mem::size_of::<ChunkEntry>()
+                + std::mem::size_of::<OnceLock<Arc<ChunkLayout>>>())
+    }
+
     pub fn chunks(&self) -> &[ChunkEntry] {
         &self.index.chunks
     }

@@ -152,6 +152,45 @@ const LISTING_TTL: Duration = Duration::from_secs(1);
 
 /// Opened containers kept without an open handle (each holds file descriptors).
 const CONTAINER_CACHE: usize = 256;
+/// ... and at most this much memory of chunk indexes between them (a frame
+/// may index 2^24 chunks, about 1.3 GB): the least recently used go first,
+/// and one index larger than this is kept only while a handle holds it.
+const CONTAINER_INDEX_BUDGET: usize = 64 << 20;
+
+/// Recently opened containers, bounded in count and in index memory.
+struct Recent {
+    lru: lru::LruCache<u64, (Stamp, Arc<Container>)>,
+    bytes: usize,
+}
+
+impl Recent {
+    fn new() -> Recent {
+        Recent {
+            lru: lru::LruCache::new(std::num::NonZeroUsize::new(CONTAINER_CACHE).expect("nonzero")),
+            bytes: 0,
+        }
+    }
+    fn get(&mut self, ino: &u64) -> Option<&(Stamp, Arc<Container>)> {
+        self.lru.get(ino)
+    }
+    fn pop(&mut self, ino: &u64) {
+        if let Some((_, c)) = self.lru.pop(ino) {
+            self.bytes -= c.index_bytes();
+        }
+    }
+    fn put(&mut self, ino: u64, stamp: Stamp, c: Arc<Container>) {
+        self.bytes += c.index_bytes();
+        if let Some((_, (_, old))) = self.lru.push(ino, (stamp, c)) {
+            self.bytes -= old.index_bytes();
+        }
+        while self.bytes > CONTAINER_INDEX_BUDGET {
+            match self.lru.pop_lru() {
+                Some((_, (_, old))) => self.bytes -= old.index_bytes(),
+                None => break,
+            }
+        }
+    }
+}
 
 enum Handle {
     /// An opened container, the file whose identity it was opened at, and that identity.
@@ -168,7 +207,7 @@ pub struct Fs {
     /// Probe results per source inode, valid while the stamp matches.
     probes: Mutex<HashMap<u64, (Stamp, Option<Probe>)>>,
     /// Recently opened containers (bounded), with the stamp they were opened at.
-    containers: Mutex<lru::LruCache<u64, (Stamp, Arc<Container>)>>,
+    containers: Mutex<Recent>,
     /// Containers still held by open handles (shared by new opens).
     live: Mutex<HashMap<u64, (Stamp, Weak<Container>)>>,
     /// Stamp of each inode at its last open: unchanged means the kernel may
@@ -239,9 +278,7 @@ impl Fs {
             nodes: RwLock::new(nodes),
             dirs: Mutex::new(HashMap::new()),
             probes: Mutex::new(HashMap::new()),
-            containers: Mutex::new(lru::LruCache::new(
-                std::num::NonZeroUsize::new(CONTAINER_CACHE).expect("nonzero"),
-            )),
+            containers: Mutex::new(Recent::new()),
             live: Mutex::new(HashMap::new()),
             last_open: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
@@ -581,7 +618,7 @@ impl Fs {
             .filter(|(s, _)| *s == stamp)
             .and_then(|(_, w)| w.upgrade());
         if let Some(c) = live {
-            self.containers.lock().put(ino, (stamp, c.clone()));
+            self.containers.lock().put(ino, stamp, c.clone());
             return Ok(Some(c));
         }
         // Opening reads the index: done without any lock held.
@@ -601,7 +638,7 @@ impl Fs {
                 return Ok(None);
             }
         };
-        self.containers.lock().put(ino, (stamp, c.clone()));
+        self.containers.lock().put(ino, stamp, c.clone());
         let mut live = self.live.lock();
         if live.len() >= 4 * CONTAINER_CACHE {
             live.retain(|_, (_, w)| w.strong_count() > 0);
@@ -1002,5 +1039,63 @@ mod tests {
         assert_eq!(presented_name(OsStr::new("w.b2nd"), true), "w.npy");
         assert_eq!(presented_name(OsStr::new("w.blp"), true), "w.npy");
         assert_eq!(presented_name(OsStr::new("w"), true), "w.npy");
+    }
+
+    /// A container of `n` zero chunks of 1 KiB (an index and nothing else).
+    fn zeros_container(n: usize) -> Arc<Container> {
+        use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
+        let chunks = (0..n as u64)
+            .map(|i| ChunkEntry {
+                uoff: i * 1024,
+                ulen: 1024,
+                loc: ChunkLoc::Special {
+                    kind: crate::format::chunk::Special::Zeros,
+                    typesize: 1,
+                    value: Box::new([]),
+                },
+                checksum: None,
+            })
+            .collect();
+        let index = Index {
+            sources: Vec::new(),
+            chunks,
+            info: Info {
+                nbytes: n as u64 * 1024,
+                nchunks: n as u64,
+                ..Info::default()
+            },
+        };
+        Arc::new(Container::new(Path::new("z"), index, Env::with_workers(1 << 20, 0)).unwrap())
+    }
+
+    /// Recently opened containers are bounded by the memory of their
+    /// indexes, least recently used out first; one index over the budget is
+    /// not kept at all.
+    #[test]
+    fn recent_containers_bounded_by_index_memory() {
+        let stamp = Stamp {
+            size: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
+            dev: 0,
+        };
+        let mut r = Recent::new();
+        let one = zeros_container(100_000); // ~8 MB of index
+        let per = one.index_bytes();
+        assert!(per > 4 << 20);
+        let fit = CONTAINER_INDEX_BUDGET / per;
+        for ino in 0..fit as u64 + 3 {
+            r.put(ino, stamp, zeros_container(100_000));
+            assert!(r.bytes <= CONTAINER_INDEX_BUDGET);
+        }
+        assert_eq!(r.lru.len(), fit);
+        assert!(r.get(&0).is_none(), "the least recently used went first");
+        assert!(r.get(&(fit as u64 + 2)).is_some());
+        r.pop(&(fit as u64 + 2));
+        assert_eq!(r.bytes, (fit - 1) * per);
+        let huge = zeros_container(CONTAINER_INDEX_BUDGET / 80 + 1);
+        r.put(1000, stamp, huge);
+        assert!(r.bytes <= CONTAINER_INDEX_BUDGET && r.get(&1000).is_none());
     }
 }
