@@ -1,6 +1,7 @@
 //! The pool: a few worker threads that decode blocks before a reader asks
-//! for them (`-o decode_ahead`), and prepare spare block buffers off the read
-//! path; and the table of blocks queued or being decoded.
+//! for them (`-o decode_ahead`), and one thread at idle priority
+//! (`SCHED_IDLE`) that prepares spare block buffers off the read path; and
+//! the table of blocks queued or being decoded.
 //!
 //! A block handed to the pool is *queued*, then *running*, then *done*. A
 //! reader that needs a queued block claims it and decodes it itself (it
@@ -42,21 +43,21 @@ pub enum Claim {
 
 type Work = Box<dyn FnOnce() -> Option<Block> + Send>;
 
-enum Job {
-    Block {
-        key: BlockKey,
-        slot: Arc<Slot>,
-        work: Work,
-    },
-    /// Anything else worth doing off the read path.
-    Task(Box<dyn FnOnce() + Send>),
+struct Job {
+    key: BlockKey,
+    slot: Arc<Slot>,
+    work: Work,
 }
+
+/// Housekeeping nobody waits for (mapping spare buffers).
+type Chore = Box<dyn FnOnce() + Send>;
 
 type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
 
 pub struct Ahead {
     workers: usize,
     queue: OnceLock<Mutex<SyncSender<Job>>>,
+    chores: OnceLock<Mutex<SyncSender<Chore>>>,
     table: Table,
 }
 
@@ -67,6 +68,7 @@ impl Ahead {
         Ahead {
             workers,
             queue: OnceLock::new(),
+            chores: OnceLock::new(),
             table: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -88,6 +90,30 @@ impl Ahead {
                 if let Err(e) = spawned {
                     log::warn!("cannot start a decode-ahead thread: {e}");
                 }
+            }
+            Mutex::new(tx)
+        })
+    }
+
+    /// The chore thread: `SCHED_IDLE`, so it runs only on an otherwise idle
+    /// CPU and never delays a reader's decoding on the same CPU. (A thread
+    /// cannot always come back from `SCHED_IDLE` unprivileged, hence a
+    /// thread of its own rather than switching a worker back and forth.)
+    fn chores(&self) -> &Mutex<SyncSender<Chore>> {
+        self.chores.get_or_init(|| {
+            let (tx, rx) = sync_channel::<Chore>(QUEUE);
+            let spawned = std::thread::Builder::new()
+                .name("bloscfs-spares".into())
+                .spawn(move || {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    // SAFETY: pid 0 is this thread; `param` is valid.
+                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+                    while let Ok(chore) = rx.recv() {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(chore));
+                    }
+                });
+            if let Err(e) = spawned {
+                log::warn!("cannot start the spare-buffer thread: {e}");
             }
             Mutex::new(tx)
         })
@@ -115,7 +141,7 @@ impl Ahead {
             }
             t.insert(key, slot.clone());
         }
-        let job = Job::Block {
+        let job = Job {
             key,
             slot: slot.clone(),
             work,
@@ -129,10 +155,10 @@ impl Ahead {
         }
     }
 
-    /// Run `task` on the pool when a worker is free; false if the pool is
-    /// off or its queue is full (the task is dropped).
-    pub fn spawn(&self, task: Box<dyn FnOnce() + Send>) -> bool {
-        self.enabled() && self.sender().lock().try_send(Job::Task(task)).is_ok()
+    /// Run `task` on the chore thread; false if the pool is off or the
+    /// chore queue is full (the task is dropped).
+    pub fn spawn(&self, task: Chore) -> bool {
+        self.enabled() && self.chores().lock().try_send(task).is_ok()
     }
 
     /// Claim a queued block or wait for a running one.
@@ -171,20 +197,6 @@ fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
     }
 }
 
-/// Switch the calling thread between `SCHED_IDLE` and `SCHED_OTHER`
-/// (best effort: lowering is always allowed, and going back from
-/// `SCHED_IDLE` to `SCHED_OTHER` at nice 0 is allowed to the thread's owner).
-fn set_idle_priority(idle: bool) {
-    let policy = if idle {
-        libc::SCHED_IDLE
-    } else {
-        libc::SCHED_OTHER
-    };
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 is the calling thread; `param` is a valid pointer.
-    unsafe { libc::sched_setscheduler(0, policy, &param) };
-}
-
 fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
     loop {
         let job = {
@@ -194,18 +206,7 @@ fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
                 Err(_) => return, // the pool was dropped
             }
         };
-        let (key, slot, work) = match job {
-            Job::Block { key, slot, work } => (key, slot, work),
-            Job::Task(task) => {
-                // Housekeeping nobody waits for (mapping spare buffers): only
-                // on an otherwise idle CPU, so it never delays a reader's
-                // decoding on the same CPU.
-                set_idle_priority(true);
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task));
-                set_idle_priority(false);
-                continue;
-            }
-        };
+        let Job { key, slot, work } = job;
         {
             let mut s = slot.state.lock();
             if !matches!(*s, State::Queued) {
@@ -280,5 +281,20 @@ mod tests {
         }
         let off = Ahead::new(0);
         assert!(!off.submit((3, 0, 0), Box::new(|| block(1))));
+    }
+
+    /// Chores run on their own thread at idle priority; with no pool they
+    /// are refused.
+    #[test]
+    fn chores_run_at_idle_priority() {
+        let a = Ahead::new(1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+        assert!(a.spawn(Box::new(move || tx
+            .send(unsafe { libc::sched_getscheduler(0) })
+            .unwrap())));
+        let policy = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(policy, libc::SCHED_IDLE);
+        assert!(!Ahead::new(0).spawn(Box::new(|| {})));
     }
 }
