@@ -19,7 +19,7 @@ thread_local! {
 }
 
 /// Scratch buffers larger than this are given back after each block.
-const KEEP_SCRATCH: usize = 64 << 20;
+const KEEP_SCRATCH: usize = 4 << 20;
 
 /// Make `x` `n` bytes long (contents are garbage), reallocating only to grow.
 fn scratch(x: &mut BlockBuf, n: usize) {
