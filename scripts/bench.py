@@ -22,7 +22,6 @@ Absolute times on a shared 2-core machine are noisy: read the ratios.
 import argparse
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys

@@ -50,35 +50,12 @@ unsafe impl Sync for BlockBuf {}
 impl BlockBuf {
     /// `len` zero bytes (their pages are mapped lazily: see `populate`).
     pub fn new(len: usize) -> BlockBuf {
-        if len >= MAP_MIN && MAPPINGS.fetch_add(1, Ordering::Relaxed) < MAX_MAPPINGS {
-            let cap = len.next_multiple_of(PAGE);
-            // SAFETY: a fresh private anonymous mapping; checked below.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    cap,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if p != libc::MAP_FAILED {
-                if let Some(p) = std::ptr::NonNull::new(p as *mut u8) {
-                    return BlockBuf {
-                        len,
-                        mem: Mem::Map(p, cap),
-                    };
-                }
-            }
-            MAPPINGS.fetch_sub(1, Ordering::Relaxed);
-        } else if len >= MAP_MIN {
-            MAPPINGS.fetch_sub(1, Ordering::Relaxed);
-        }
-        BlockBuf {
-            len,
-            mem: Mem::Heap(vec![0u8; len]),
-        }
+        let cap = len.next_multiple_of(PAGE);
+        let mem = match (len >= MAP_MIN).then(|| map_anon(cap)).flatten() {
+            Some(p) => Mem::Map(p, cap),
+            None => Mem::Heap(vec![0u8; len]),
+        };
+        BlockBuf { len, mem }
     }
 
     /// Bytes of memory held (what the cache counts against its budget).
@@ -106,9 +83,10 @@ impl BlockBuf {
     /// Map every page now, off the read path, so that decoding into the
     /// buffer later pays no page fault per 4 KiB.
     pub fn populate(&mut self) {
+        // Linux 5.14; older kernels refuse it and the pages are touched.
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
         if let Mem::Map(p, cap) = &self.mem {
-            const MADV_POPULATE_WRITE: libc::c_int = 23; // Linux 5.14
-                                                         // SAFETY: advice on our own mapping.
+            // SAFETY: advice on our own mapping.
             if unsafe { libc::madvise(p.as_ptr().cast(), *cap, MADV_POPULATE_WRITE) } == 0 {
                 return;
             }
@@ -119,6 +97,31 @@ impl BlockBuf {
             self[i] = b;
         }
     }
+}
+
+/// A fresh private anonymous mapping of `cap` bytes, counted in
+/// `MAPPINGS`; `None` past `MAX_MAPPINGS` or when the system refuses.
+fn map_anon(cap: usize) -> Option<std::ptr::NonNull<u8>> {
+    if MAPPINGS.fetch_add(1, Ordering::Relaxed) < MAX_MAPPINGS {
+        // SAFETY: a fresh private anonymous mapping; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                cap,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p != libc::MAP_FAILED {
+            if let Some(p) = std::ptr::NonNull::new(p.cast::<u8>()) {
+                return Some(p);
+            }
+        }
+    }
+    MAPPINGS.fetch_sub(1, Ordering::Relaxed);
+    None
 }
 
 impl From<Vec<u8>> for BlockBuf {

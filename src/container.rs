@@ -34,33 +34,8 @@ pub struct Env {
     /// How far past a sequential reader's last request to decode ahead
     /// (bytes; 0: only the blocks asked for).
     pub decode_ahead: u64,
-    /// Whether block reads may bypass the page cache.
-    pub source_io: SourceIo,
-}
-
-/// `-o source_io=`: may block reads bypass the kernel's page cache?
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum SourceIo {
-    /// A random read of a block not in the page cache bypasses it
-    /// (`O_DIRECT`); sequential reads keep the kernel's read-ahead.
-    #[default]
-    Auto,
-    /// Always through the page cache.
-    Buffered,
-    /// Every block read bypasses the page cache where the file system
-    /// allows it (tests; sources on slow random-access storage).
-    Direct,
-}
-
-impl SourceIo {
-    pub fn parse(s: &str) -> Option<SourceIo> {
-        match s {
-            "auto" => Some(SourceIo::Auto),
-            "buffered" => Some(SourceIo::Buffered),
-            "direct" => Some(SourceIo::Direct),
-            _ => None,
-        }
-    }
+    /// Whether block reads may bypass the page cache (`-o source_io`).
+    pub source_io: Access,
 }
 
 /// Block reads smaller than this always go through the page cache.
@@ -87,7 +62,7 @@ impl Env {
             ahead: Arc::new(Ahead::new(workers)),
             verify_checksums: true,
             decode_ahead: DEFAULT_DECODE_AHEAD,
-            source_io: SourceIo::Auto,
+            source_io: Access::Auto,
         }
     }
 }
@@ -776,17 +751,14 @@ impl ChunkCtx {
     /// page cache? Not when it continues a sequential scan (the kernel's
     /// read-ahead serves those), nor when it is small.
     fn access(&self, at: u64, len: usize) -> Access {
-        match self.env.source_io {
-            SourceIo::Buffered => Access::Cached,
-            SourceIo::Direct => Access::Direct,
-            SourceIo::Auto => {
-                let prev = self.src_end.swap(at + len as u64, Ordering::Relaxed);
-                if len < MIN_DIRECT || at.abs_diff(prev) <= SEQ_WINDOW {
-                    Access::Cached
-                } else {
-                    Access::Auto
-                }
-            }
+        if self.env.source_io != Access::Auto {
+            return self.env.source_io;
+        }
+        let prev = self.src_end.swap(at + len as u64, Ordering::Relaxed);
+        if len < MIN_DIRECT || at.abs_diff(prev) <= SEQ_WINDOW {
+            Access::Buffered
+        } else {
+            Access::Auto
         }
     }
 

@@ -69,7 +69,7 @@ pub struct FsOptions {
     /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
     pub decode_ahead: u64,
     /// May block reads bypass the page cache (`O_DIRECT`)?
-    pub source_io: crate::container::SourceIo,
+    pub source_io: crate::io::Access,
 }
 
 impl Default for FsOptions {
@@ -78,7 +78,7 @@ impl Default for FsOptions {
             cache_size: 256 << 20,
             verify_checksums: true,
             decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
-            source_io: crate::container::SourceIo::Auto,
+            source_io: crate::io::Access::Auto,
         }
     }
 }

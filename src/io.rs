@@ -17,15 +17,31 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// How a read may use the kernel's page cache.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a read may use the kernel's page cache (`-o source_io=`; a container
+/// turns `Auto` into `Buffered` for reads that continue a sequential scan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Access {
     /// Through the page cache (sequential reads: the kernel reads ahead).
-    Cached,
-    /// Bypass the page cache if the range is not (mostly) in it already.
+    Buffered,
+    /// Bypass the page cache (`O_DIRECT`) if the range is not (mostly) in it
+    /// already.
+    #[default]
     Auto,
-    /// Bypass the page cache whenever the file system allows it.
+    /// Bypass the page cache whenever the file system allows it (tests;
+    /// sources on slow random-access storage).
     Direct,
+}
+
+impl Access {
+    /// The option's value: `auto`, `buffered` or `direct`.
+    pub fn parse(s: &str) -> Option<Access> {
+        match s {
+            "auto" => Some(Access::Auto),
+            "buffered" => Some(Access::Buffered),
+            "direct" => Some(Access::Direct),
+            _ => None,
+        }
+    }
 }
 
 pub trait Source: Send + Sync {
@@ -262,7 +278,7 @@ impl Source for FileSource {
         check_range(self.len, offset, len as u64)?;
         let direct = self.direct_ok.load(Ordering::Relaxed)
             && match access {
-                Access::Cached => false,
+                Access::Buffered => false,
                 Access::Auto => mostly_uncached(&self.file, offset, len as u64) == Some(true),
                 Access::Direct => true,
             };
@@ -402,7 +418,7 @@ mod tests {
             (65536 * 3, 1234),
             (7, 0),
         ];
-        for access in [Access::Cached, Access::Auto, Access::Direct] {
+        for access in [Access::Buffered, Access::Auto, Access::Direct] {
             let mut bypassed = 0;
             for &(off, len) in &cases {
                 let (got, direct) = src.read_span(off, len, access, &mut scratch).unwrap();
@@ -414,7 +430,7 @@ mod tests {
                 bypassed += direct as usize;
             }
             match access {
-                Access::Cached => assert_eq!(bypassed, 0),
+                Access::Buffered => assert_eq!(bypassed, 0),
                 Access::Direct if direct_possible => assert_eq!(bypassed, cases.len()),
                 _ => {}
             }
@@ -428,7 +444,7 @@ mod tests {
         let (_d, p, _) = file(100_000);
         let src = FileSource::open(&p).unwrap();
         let mut scratch = Vec::new();
-        for access in [Access::Cached, Access::Auto, Access::Direct] {
+        for access in [Access::Buffered, Access::Auto, Access::Direct] {
             let e = src
                 .read_span(90_000, usize::MAX / 2, access, &mut scratch)
                 .unwrap_err();
@@ -441,7 +457,7 @@ mod tests {
             .unwrap()
             .set_len(50_000)
             .unwrap();
-        for access in [Access::Cached, Access::Auto, Access::Direct] {
+        for access in [Access::Buffered, Access::Auto, Access::Direct] {
             let e = src
                 .read_span(40_000, 40_000, access, &mut scratch)
                 .unwrap_err();

@@ -3,7 +3,7 @@
 //! random windows. The committed small matrix lives in tests/fixtures; CI
 //! also runs the full matrix from $BLOSCFS_FIXTURES.
 
-use bloscfs::container::SourceIo;
+use bloscfs::io::Access;
 use bloscfs::Env;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -167,7 +167,7 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
 
 #[test]
 fn reference_fixtures_decode_byte_exact() {
-    matrix(SourceIo::Auto);
+    matrix(Access::Auto);
 }
 
 /// The same with every block read bypassing the page cache (`O_DIRECT`,
@@ -175,10 +175,10 @@ fn reference_fixtures_decode_byte_exact() {
 /// short reads at the end of the file.
 #[test]
 fn reference_fixtures_decode_byte_exact_direct_io() {
-    matrix(SourceIo::Direct);
+    matrix(Access::Direct);
 }
 
-fn matrix(io: SourceIo) {
+fn matrix(io: Access) {
     let mut env = Env::new(64 << 20);
     env.source_io = io;
     let mut failures = Vec::new();
