@@ -1,6 +1,7 @@
 //! The thin adapter from `fuser` (the only file that names it) to `fs::Fs`.
 
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
+use crate::mount::MountArgs;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -10,6 +11,74 @@ use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The library's log target (its messages are filtered by `mount`).
+pub const LOG_TARGET: &str = "fuser";
+
+/// A mounted file system, served by [`Session::run`].
+pub struct Session(fuser::Session<BloscFuse>);
+
+impl Session {
+    /// Mount `fs` as `m` says (options, access, worker threads).
+    pub fn mount(fs: BloscFuse, m: &MountArgs) -> std::io::Result<Session> {
+        fuser::Session::new(fs, &m.mountpoint, &config(m)).map(Session)
+    }
+
+    /// A handle that unmounts from another thread (the signal handler);
+    /// `run` then returns.
+    pub fn unmounter(&mut self) -> impl FnMut() -> std::io::Result<()> + Send + 'static {
+        let mut u = self.0.unmount_callable();
+        move || u.unmount()
+    }
+
+    /// Serve requests until unmounted.
+    pub fn run(self) -> std::io::Result<()> {
+        self.0.run()
+    }
+}
+
+fn config(m: &MountArgs) -> fuser::Config {
+    use fuser::MountOption as O;
+    let mut c = fuser::Config::default();
+    let fsname = m
+        .fsname
+        .clone()
+        .unwrap_or_else(|| m.source.to_string_lossy().into_owned());
+    c.mount_options = vec![O::FSName(fsname), O::Subtype(m.subtype.clone()), O::RO];
+    if m.default_permissions {
+        c.mount_options.push(O::DefaultPermissions);
+    }
+    if m.auto_unmount {
+        c.mount_options.push(O::AutoUnmount);
+    }
+    for f in &m.flags {
+        c.mount_options.push(match f.as_str() {
+            "nodev" => O::NoDev,
+            "nosuid" => O::NoSuid,
+            "noexec" => O::NoExec,
+            "noatime" => O::NoAtime,
+            "dev" => O::Dev,
+            "suid" => O::Suid,
+            "exec" => O::Exec,
+            "atime" => O::Atime,
+            _ => O::RO,
+        });
+    }
+    c.mount_options.dedup();
+    c.acl = if m.allow_other {
+        fuser::SessionACL::All
+    } else if m.allow_root || m.auto_unmount {
+        // fuser's auto_unmount needs more than owner-only access; allow_root
+        // adds nobody who could not read the source anyway.
+        fuser::SessionACL::RootAndOwner
+    } else {
+        fuser::SessionACL::Owner
+    };
+    c.n_threads = Some(m.threads);
+    // Each worker thread reads requests from its own /dev/fuse clone.
+    c.clone_fd = true;
+    c
+}
 
 /// Attributes and entries may be cached by the kernel this long; changed
 /// sources are noticed on the next lookup/open after that.

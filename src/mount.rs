@@ -4,7 +4,7 @@
 
 use crate::cli::parse_size;
 use crate::fs::{Fs, FsOptions};
-use crate::fuse::BloscFuse;
+use crate::fuse::{self, BloscFuse};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -209,12 +209,12 @@ enum Sink {
 
 impl log::Log for Logger {
     fn enabled(&self, m: &log::Metadata) -> bool {
-        // Other crates (fuser) only for errors: their warnings are about
+        // Other crates (the FUSE library) only for errors: their warnings are about
         // requests we deliberately leave to the kernel's defaults.
         m.level() <= self.level
             && (m.target().starts_with("bloscfs")
                 || m.level() <= log::Level::Error
-                || (m.level() <= log::Level::Warn && !m.target().starts_with("fuser")))
+                || (m.level() <= log::Level::Warn && !m.target().starts_with(fuse::LOG_TARGET)))
     }
     fn log(&self, r: &log::Record) {
         if !self.enabled(r.metadata()) {
@@ -258,10 +258,10 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
         // env_logger filter syntax and overrides the default level.
         let mut b = env_logger::Builder::new();
         b.filter_level(log::LevelFilter::Warn)
-            // fuser warns when the mount point was already unmounted from
+            // The FUSE library warns when the mount point was already unmounted from
             // outside (fusermount3 -u, umount): noise unless debugging.
             .filter_module(
-                "fuser",
+                fuse::LOG_TARGET,
                 if m.debug {
                     level
                 } else {
@@ -348,49 +348,6 @@ fn raise_fd_limit() {
             let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
         }
     }
-}
-
-fn fuse_config(m: &MountArgs) -> fuser::Config {
-    use fuser::MountOption as O;
-    let mut c = fuser::Config::default();
-    let fsname = m
-        .fsname
-        .clone()
-        .unwrap_or_else(|| m.source.to_string_lossy().into_owned());
-    c.mount_options = vec![O::FSName(fsname), O::Subtype(m.subtype.clone()), O::RO];
-    if m.default_permissions {
-        c.mount_options.push(O::DefaultPermissions);
-    }
-    if m.auto_unmount {
-        c.mount_options.push(O::AutoUnmount);
-    }
-    for f in &m.flags {
-        c.mount_options.push(match f.as_str() {
-            "nodev" => O::NoDev,
-            "nosuid" => O::NoSuid,
-            "noexec" => O::NoExec,
-            "noatime" => O::NoAtime,
-            "dev" => O::Dev,
-            "suid" => O::Suid,
-            "exec" => O::Exec,
-            "atime" => O::Atime,
-            _ => O::RO,
-        });
-    }
-    c.mount_options.dedup();
-    c.acl = if m.allow_other {
-        fuser::SessionACL::All
-    } else if m.allow_root || m.auto_unmount {
-        // fuser's auto_unmount needs more than owner-only access; allow_root
-        // adds nobody who could not read the source anyway.
-        fuser::SessionACL::RootAndOwner
-    } else {
-        fuser::SessionACL::Owner
-    };
-    c.n_threads = Some(m.threads);
-    // Each worker thread reads requests from its own /dev/fuse clone.
-    c.clone_fd = true;
-    c
 }
 
 /// Run the mount form; returns the process exit code.
@@ -536,7 +493,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
     // Catch signals before mounting: one arriving while the mount is set up
     // is kept and handled (unmount) instead of killing us over a live mount.
     let signals = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
-    let mut session = match fuser::Session::new(adapter, &m.mountpoint, &fuse_config(m)) {
+    let mut session = match fuse::Session::mount(adapter, m) {
         Ok(s) => s,
         Err(e) => {
             return fail(
@@ -554,14 +511,14 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         m.threads
     );
     // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
-    let mut unmounter = session.unmount_callable();
+    let mut unmount = session.unmounter();
     let mp = m.mountpoint.clone();
     match signals {
         Ok(mut signals) => {
             std::thread::spawn(move || {
                 if let Some(sig) = signals.forever().next() {
                     log::info!("signal {sig}: unmounting {}", mp.display());
-                    if let Err(e) = unmounter.unmount() {
+                    if let Err(e) = unmount() {
                         log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
                         let _ = std::process::Command::new("fusermount3")
                             .arg("-u")
