@@ -8,11 +8,13 @@
 //! and decoded. Blocks wholly inside the request are decoded straight into
 //! the caller's buffer.
 
+use crate::after;
 use crate::ahead::{Ahead, Claim};
 use crate::cache::{Block, BlockBuf, BlockCache, BlockKey, Stats};
 use crate::decode;
 use crate::ensure;
 use crate::error::{Error, Result};
+use crate::filter;
 use crate::format::chunk::{ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{Access, Source};
@@ -84,7 +86,13 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static READBUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// The shuffled block of a partial read (`ChunkCtx::read_part`), kept
+    /// for the thread's next one.
+    static PART: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
 }
+
+/// A [`PART`] buffer larger than this is not kept.
+const KEEP_PART: usize = 4 << 20;
 
 pub struct Container {
     id: u64,
@@ -601,6 +609,11 @@ impl Container {
             let hi = end.min(bstart + blen) - bstart;
             let n = (hi - lo) as usize;
             if !whole(i) {
+                if ctx.read_part(i, lo as usize, &mut out[wrote..wrote + n])? {
+                    wrote += n;
+                    i += 1;
+                    continue;
+                }
                 let block = ctx.cached_block(i)?;
                 out[wrote..wrote + n].copy_from_slice(&block[lo as usize..hi as usize]);
                 wrote += n;
@@ -721,6 +734,22 @@ impl ChunkCtx {
     fn decode_run(&self, i: u32, j: u32, block0: Option<&[u8]>, dst: &mut [u8]) -> Result<()> {
         let l = &self.layout;
         let bs = l.header.blocksize as u64;
+        self.with_extents(i, j, |k, data| {
+            let o = ((k - i) as u64 * bs) as usize;
+            let d = &mut dst[o..o + l.header.block_len(k) as usize];
+            decode::decode_block(l, k, data, block0, d)
+        })
+    }
+
+    /// Read the stored bytes of blocks `i..=j` (adjacent in the source) with
+    /// one positional read and hand each block's extent to `f`.
+    fn with_extents(
+        &self,
+        i: u32,
+        j: u32,
+        mut f: impl FnMut(u32, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let l = &self.layout;
         let span_start = l.extents[i as usize].start as u64;
         let span_end = l.extents[j as usize].end as u64;
         let at = self.offset + span_start;
@@ -738,13 +767,56 @@ impl ChunkCtx {
                 let e = l.extents[k as usize];
                 let data = &rb
                     [(e.start as u64 - span_start) as usize..(e.end as u64 - span_start) as usize];
-                let o = ((k - i) as u64 * bs) as usize;
-                let d = &mut dst[o..o + l.header.block_len(k) as usize];
-                decode::decode_block(l, k, data, block0, d).map_err(|e| e.in_block(k as u64))?;
+                f(k, data).map_err(|e| e.in_block(k as u64))?;
                 Stats::add(&self.env.stats.blocks_decoded, 1);
             }
             Ok(())
         })
+    }
+
+    /// Fill `dst` with bytes `lo..` of block `i` and reply before the rest
+    /// of the block is done, when that applies: the block is neither cached
+    /// nor queued, its chunk's only filter is a byte shuffle, and a reply can
+    /// go first (`after`). Its streams are decoded, only `dst`'s bytes
+    /// unshuffled, and unshuffling the whole block into the cache is left
+    /// until the reply has gone. False when this does not apply (the caller
+    /// decodes the block whole).
+    fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
+        if !after::open() {
+            return Ok(false);
+        }
+        let Some(ts) = decode::lone_shuffle(&self.layout.header) else {
+            return Ok(false);
+        };
+        if self.delta() || !self.missing(i) {
+            return Ok(false);
+        }
+        Stats::add(&self.env.stats.cache_misses, 1);
+        let len = self.layout.header.block_len(i) as usize;
+        let mut shuffled = PART.with(|p| std::mem::replace(&mut *p.borrow_mut(), BlockBuf::new(0)));
+        if shuffled.capacity() < len {
+            shuffled = BlockBuf::new(len);
+        } else {
+            shuffled.set_len(len);
+        }
+        let l = &self.layout;
+        self.with_extents(i, i, |k, data| {
+            decode::decode_block_streams(l, k, data, &mut shuffled)
+        })?;
+        filter::shuffle::unshuffle_range(ts, &shuffled, lo, dst);
+        let me = self.clone();
+        let rest: after::Job = Box::new(move || {
+            let mut out = me.buffer(len);
+            filter::shuffle::unshuffle(ts, &shuffled, &mut out);
+            me.env.cache.insert(me.key(i), Arc::new(out));
+            if shuffled.capacity() <= KEEP_PART {
+                PART.with(|p| *p.borrow_mut() = shuffled);
+            }
+        });
+        if let Err(rest) = after::defer(rest) {
+            rest();
+        }
+        Ok(true)
     }
 
     /// May a block read of `len` bytes at source offset `at` bypass the

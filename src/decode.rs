@@ -105,6 +105,39 @@ pub fn decode_block(
     })
 }
 
+/// The element size when a chunk's only filter step is a byte shuffle (what
+/// python-blosc2 writes by default): its blocks' streams decode to the
+/// shuffled block, and any range of that can be unshuffled alone
+/// (`filter::shuffle::unshuffle_range`). `None` for any other pipeline.
+pub fn lone_shuffle(h: &crate::format::chunk::ChunkHeader) -> Option<usize> {
+    if h.memcpyed() {
+        return None;
+    }
+    match steps(h).ok()?.as_slice() {
+        [Step::Unshuffle(t)] if *t >= 2 => Some(*t),
+        _ => None,
+    }
+}
+
+/// Decode the streams of block `i` (its extent bytes in `data`) into `out`
+/// (exactly `block_len(i)` bytes) without undoing its filters: for a chunk
+/// with a [`lone_shuffle`], the shuffled block.
+pub fn decode_block_streams(
+    layout: &ChunkLayout,
+    i: u32,
+    data: &[u8],
+    out: &mut [u8],
+) -> Result<()> {
+    let bsize = layout.header.block_len(i) as usize;
+    ensure!(
+        out.len() == bsize,
+        corrupt,
+        "internal: block buffer of {} bytes for a block of {bsize}",
+        out.len()
+    );
+    decode_streams(layout, i, data, out)
+}
+
 /// The filter pipeline of one block through the scratch buffers `a`, `b`.
 #[allow(clippy::too_many_arguments)]
 fn run_steps(

@@ -190,6 +190,9 @@ impl Filesystem for BloscFuse {
             "read({}, fh {}, {offset}, {size})",
             ino.0, fh.0
         ));
+        // Work that can wait until the reply has gone (caching the rest of
+        // a block a small read needed) is done after it.
+        crate::after::begin();
         READBUF.with(|b| {
             let mut b = b.borrow_mut();
             match self.fs.read_into(fh.0, offset, size, &mut b) {
@@ -197,7 +200,8 @@ impl Filesystem for BloscFuse {
                 Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
                 Err(e) => reply.error(err(e)),
             }
-        })
+        });
+        crate::after::finish();
     }
 
     fn release(

@@ -1,6 +1,7 @@
 //! bloscfs: read Blosc1/Blosc2/Bloscpack containers as plain bytes, decoding
 //! only the blocks a read touches.
 
+pub mod after;
 pub mod ahead;
 pub mod cache;
 pub mod cli;

@@ -53,6 +53,37 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
     assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
 }
 
+/// As the FUSE adapter reads (`after` window open): a 4 KiB read of a
+/// shuffled block gets its bytes before the rest of the block is unshuffled
+/// and cached, which happens when the window closes (after the reply).
+#[test]
+fn a_4k_read_caches_its_block_after_the_reply() {
+    let env = Env::with_workers(64 << 20, 0);
+    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let hits = || env.stats.cache_hits.load(Ordering::Relaxed);
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000; // chunk 1, block 7
+    bloscfs::after::begin();
+    c.read_at(off, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 1);
+    // Not cached yet: a second read in the same window decodes it again.
+    c.read_at(off + 8192, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize + 8192..off as usize + 12288]);
+    assert_eq!((decoded(&env), hits()), (2, 0));
+    bloscfs::after::finish();
+    // Cached now, as the whole unshuffled block: every byte of it.
+    let bs = 65_536;
+    let start = off / bs * bs;
+    let mut blk = vec![0u8; bs as usize];
+    c.read_at(start, &mut blk).unwrap();
+    assert_eq!(blk, whole[start as usize..(start + bs) as usize]);
+    assert_eq!((decoded(&env), hits()), (2, 1));
+}
+
 #[test]
 fn a_4k_read_of_a_delta_chunk_decodes_two_blocks() {
     let env = Env::with_workers(64 << 20, 0);

@@ -35,6 +35,38 @@ pub fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
     dst[body..].copy_from_slice(&src[body..]);
 }
 
+/// Bytes `lo..lo + dst.len()` of the unshuffle of `src` (typesize `ts`),
+/// without unshuffling the rest: for a read of a few KiB of a large block.
+///
+/// Panics if the range is not inside `src`.
+pub fn unshuffle_range(ts: usize, src: &[u8], lo: usize, dst: &mut [u8]) {
+    let hi = lo + dst.len();
+    assert!(
+        hi <= src.len(),
+        "unshuffle_range: {lo}..{hi} past {}",
+        src.len()
+    );
+    let n = src.len() / ts.max(1);
+    if ts <= 1 || n == 0 {
+        dst.copy_from_slice(&src[lo..hi]);
+        return;
+    }
+    let body = n * ts;
+    // Element by element: byte j of element e is at j * n + e.
+    let mid = hi.min(body).max(lo);
+    let (e0, j0) = (lo / ts, lo % ts);
+    let (mut e, mut j) = (e0, j0);
+    for d in &mut dst[..mid - lo] {
+        *d = src[j * n + e];
+        j += 1;
+        if j == ts {
+            j = 0;
+            e += 1;
+        }
+    }
+    dst[mid - lo..].copy_from_slice(&src[mid..hi]);
+}
+
 /// Transpose the `ts x n` matrix `src` into `dst` (both exactly `ts * n`
 /// bytes, `ts >= 2`) with the kernels of level `l` (capped at the detected one).
 pub(crate) fn transpose(l: Level, ts: usize, src: &[u8], dst: &mut [u8], n: usize) {
@@ -392,6 +424,38 @@ mod tests {
                 (*seed >> 33) as u8
             })
             .collect()
+    }
+
+    /// A range of the unshuffle equals that range of the whole unshuffle,
+    /// for ranges inside the shuffled body, across its end and in the tail.
+    #[test]
+    fn unshuffle_range_is_a_slice_of_unshuffle() {
+        let mut seed = 7;
+        for ts in [1usize, 2, 3, 4, 7, 8, 16, 17, 255] {
+            for len in [0usize, 1, ts, 5 * ts + 3, 4096 + 5, 65_536 + ts - 1] {
+                let src = bytes(len, &mut seed);
+                let mut whole = vec![0u8; len];
+                unshuffle(ts, &src, &mut whole);
+                let mut ranges = vec![
+                    (0, len),
+                    (len / 3, len / 2),
+                    (len.saturating_sub(ts + 2), len),
+                ];
+                for _ in 0..20 {
+                    let a = (bytes(4, &mut seed)
+                        .iter()
+                        .fold(0usize, |x, &b| x * 256 + b as usize))
+                        % (len + 1);
+                    let b = a + (bytes(2, &mut seed)[0] as usize * 37) % (len - a + 1);
+                    ranges.push((a, b));
+                }
+                for (a, b) in ranges {
+                    let mut part = vec![0xEEu8; b - a];
+                    unshuffle_range(ts, &src, a, &mut part);
+                    assert_eq!(part, whole[a..b], "ts {ts} len {len} range {a}..{b}");
+                }
+            }
+        }
     }
 
     /// Lengths around every vector width and tile boundary, for typesize `ts`.
