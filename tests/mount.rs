@@ -715,6 +715,49 @@ fn damaged_chunk_is_eio_for_that_range_only_and_logged_once() {
 
 /// With `-o source_io=direct` (every block read bypassing the page cache)
 /// the mount serves exact bytes, also through a small cache.
+/// Small random reads through the kernel (read-ahead off, so each is one
+/// 4 KiB request): each is answered before its block is cached (`after`),
+/// and reading the same places again (from the cache the replies left
+/// behind, the page cache dropped) gives the same bytes.
+#[test]
+fn small_random_reads_then_cached_blocks_are_exact() {
+    if !fuse_available() {
+        return;
+    }
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    let mut m = Mount::foreground(&[]);
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let f = std::fs::File::open(m.mp().join("series")).unwrap();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let offs: Vec<u64> = (0..200)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % (whole.len() as u64 - 4096) / 4096 * 4096
+        })
+        .collect();
+    for pass in 0..2 {
+        // SAFETY: a valid descriptor; advice only.
+        unsafe {
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM);
+        }
+        for &o in &offs {
+            let mut buf = [0u8; 4096];
+            f.read_exact_at(&mut buf, o).unwrap();
+            assert_eq!(
+                buf[..],
+                whole[o as usize..o as usize + 4096],
+                "pass {pass}, offset {o}"
+            );
+        }
+    }
+    drop(f);
+    m.unmount();
+}
+
 #[test]
 fn direct_source_io_serves_exact_bytes() {
     if !fuse_available() {
