@@ -94,6 +94,13 @@ thread_local! {
 /// A [`PART`] buffer larger than this is not kept.
 const KEEP_PART: usize = 4 << 20;
 
+/// The largest part of a block answered before the block is cached
+/// (`ChunkCtx::read_part`; also at most a quarter of the block). Larger
+/// parts are mostly one end of a sequential reader's request, whose next
+/// request wants the rest of the block: those blocks are decoded whole and
+/// cached before the reply.
+const PART_MAX: usize = 64 << 10;
+
 pub struct Container {
     id: u64,
     path: PathBuf,
@@ -775,14 +782,16 @@ impl ChunkCtx {
     }
 
     /// Fill `dst` with bytes `lo..` of block `i` and reply before the rest
-    /// of the block is done, when that applies: the block is neither cached
+    /// of the block is done, when that applies: `dst` is small (at most
+    /// [`PART_MAX`] and a quarter of the block), the block is neither cached
     /// nor queued, its chunk's only filter is a byte shuffle, and a reply can
     /// go first (`after`). Its streams are decoded, only `dst`'s bytes
     /// unshuffled, and unshuffling the whole block into the cache is left
     /// until the reply has gone. False when this does not apply (the caller
     /// decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
-        if !after::open() {
+        let len = self.layout.header.block_len(i) as usize;
+        if !after::open() || dst.len() > PART_MAX || dst.len() > len / 4 {
             return Ok(false);
         }
         let Some(ts) = decode::lone_shuffle(&self.layout.header) else {
@@ -792,7 +801,6 @@ impl ChunkCtx {
             return Ok(false);
         }
         Stats::add(&self.env.stats.cache_misses, 1);
-        let len = self.layout.header.block_len(i) as usize;
         let mut shuffled = PART.with(|p| std::mem::replace(&mut *p.borrow_mut(), BlockBuf::new(0)));
         if shuffled.capacity() < len {
             shuffled = BlockBuf::new(len);

@@ -52,11 +52,38 @@ pub fn unshuffle_range(ts: usize, src: &[u8], lo: usize, dst: &mut [u8]) {
         return;
     }
     let body = n * ts;
-    // Element by element: byte j of element e is at j * n + e.
     let mid = hi.min(body).max(lo);
-    let (e0, j0) = (lo / ts, lo % ts);
-    let (mut e, mut j) = (e0, j0);
-    for d in &mut dst[..mid - lo] {
+    // Whole elements e0..e1 are transposed with the vector kernels, their
+    // rows first copied next to each other (at most `TMP` bytes at a time);
+    // the bytes of the partial elements at either end one by one.
+    const TMP: usize = 16 << 10;
+    let (e0, e1) = (lo.div_ceil(ts), mid / ts);
+    if e1 > e0 && ts <= TMP {
+        gather(ts, n, src, lo, &mut dst[..e0 * ts - lo]);
+        let mut tmp = [0u8; TMP];
+        let per = TMP / ts;
+        let mut e = e0;
+        while e < e1 {
+            let m = per.min(e1 - e);
+            for j in 0..ts {
+                tmp[j * m..(j + 1) * m].copy_from_slice(&src[j * n + e..j * n + e + m]);
+            }
+            let at = e * ts - lo;
+            transpose(level(), ts, &tmp[..ts * m], &mut dst[at..at + ts * m], m);
+            e += m;
+        }
+        gather(ts, n, src, e1 * ts, &mut dst[e1 * ts - lo..mid - lo]);
+    } else {
+        gather(ts, n, src, lo, &mut dst[..mid - lo]);
+    }
+    dst[mid - lo..].copy_from_slice(&src[mid..hi]);
+}
+
+/// Bytes `lo..lo + dst.len()` (inside the shuffled body of `n` elements)
+/// of the unshuffle, one by one: byte j of element e is at `j * n + e`.
+fn gather(ts: usize, n: usize, src: &[u8], lo: usize, dst: &mut [u8]) {
+    let (mut e, mut j) = (lo / ts, lo % ts);
+    for d in dst {
         *d = src[j * n + e];
         j += 1;
         if j == ts {
@@ -64,7 +91,6 @@ pub fn unshuffle_range(ts: usize, src: &[u8], lo: usize, dst: &mut [u8]) {
             e += 1;
         }
     }
-    dst[mid - lo..].copy_from_slice(&src[mid..hi]);
 }
 
 /// Transpose the `ts x n` matrix `src` into `dst` (both exactly `ts * n`
