@@ -47,6 +47,14 @@ pub fn finish() {
     }
 }
 
+/// Run `f` in a window (`defer` allowed), then what it deferred.
+pub fn within<R>(f: impl FnOnce() -> R) -> R {
+    begin();
+    let r = f();
+    finish();
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,12 +87,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     static READBUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// The shuffled block of a partial read (`ChunkCtx::read_part`), kept
-    /// for the thread's next one.
+    /// for the thread's next one (up to `decode::KEEP_SCRATCH`).
     static PART: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
 }
-
-/// A [`PART`] buffer larger than this is not kept.
-const KEEP_PART: usize = 4 << 20;
 
 /// The largest part of a block answered before the block is cached
 /// (`ChunkCtx::read_part`; also at most a quarter of the block). Larger
@@ -791,22 +788,15 @@ impl ChunkCtx {
     /// decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.header.block_len(i) as usize;
-        if !after::open() || dst.len() > PART_MAX || dst.len() > len / 4 {
+        if !after::open() || dst.len() > PART_MAX || dst.len() > len / 4 || !self.missing(i) {
             return Ok(false);
         }
         let Some(ts) = decode::lone_shuffle(&self.layout.header) else {
             return Ok(false);
         };
-        if self.delta() || !self.missing(i) {
-            return Ok(false);
-        }
         Stats::add(&self.env.stats.cache_misses, 1);
         let mut shuffled = PART.with(|p| std::mem::replace(&mut *p.borrow_mut(), BlockBuf::new(0)));
-        if shuffled.capacity() < len {
-            shuffled = BlockBuf::new(len);
-        } else {
-            shuffled.set_len(len);
-        }
+        decode::scratch(&mut shuffled, len);
         let l = &self.layout;
         self.with_extents(i, i, |k, data| {
             decode::decode_block_streams(l, k, data, &mut shuffled)
@@ -817,7 +807,7 @@ impl ChunkCtx {
             let mut out = me.buffer(len);
             filter::shuffle::unshuffle(ts, &shuffled, &mut out);
             me.env.cache.insert(me.key(i), Arc::new(out));
-            if shuffled.capacity() <= KEEP_PART {
+            if shuffled.capacity() <= decode::KEEP_SCRATCH {
                 PART.with(|p| *p.borrow_mut() = shuffled);
             }
         });

@@ -19,10 +19,10 @@ thread_local! {
 }
 
 /// Scratch buffers larger than this are given back after each block.
-const KEEP_SCRATCH: usize = 4 << 20;
+pub(crate) const KEEP_SCRATCH: usize = 4 << 20;
 
 /// Make `x` `n` bytes long (contents are garbage), reallocating only to grow.
-fn scratch(x: &mut BlockBuf, n: usize) {
+pub(crate) fn scratch(x: &mut BlockBuf, n: usize) {
     if x.capacity() < n {
         *x = BlockBuf::new(n);
     } else {

@@ -192,16 +192,16 @@ impl Filesystem for BloscFuse {
         ));
         // Work that can wait until the reply has gone (caching the rest of
         // a block a small read needed) is done after it.
-        crate::after::begin();
-        READBUF.with(|b| {
-            let mut b = b.borrow_mut();
-            match self.fs.read_into(fh.0, offset, size, &mut b) {
-                Ok(Filled::Buf) => reply.data(&b),
-                Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
-                Err(e) => reply.error(err(e)),
-            }
-        });
-        crate::after::finish();
+        crate::after::within(|| {
+            READBUF.with(|b| {
+                let mut b = b.borrow_mut();
+                match self.fs.read_into(fh.0, offset, size, &mut b) {
+                    Ok(Filled::Buf) => reply.data(&b),
+                    Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
+                    Err(e) => reply.error(err(e)),
+                }
+            })
+        })
     }
 
     fn release(

@@ -31,17 +31,21 @@ fn xorshift(seed: &mut u64) -> u64 {
     *seed
 }
 
+/// One fixture opened alone (a cache of 64 MiB, no decode-ahead), with its
+/// reference bytes.
+fn open_one(name: &str) -> (Env, bloscfs::Container, Vec<u8>) {
+    let env = Env::with_workers(64 << 20, 0);
+    let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
+    (env, c, reference_bytes(name))
+}
+
 fn decoded(env: &Env) -> u64 {
     env.stats.blocks_decoded.load(Ordering::Relaxed)
 }
 
 #[test]
 fn a_4k_read_in_the_middle_decodes_one_block() {
-    let env = Env::with_workers(64 << 20, 0);
-    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-        .unwrap()
-        .unwrap();
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
     let mut buf = vec![0u8; 4096];
     let off = 1_500_000; // chunk 1, block 7
     c.read_at(off, &mut buf).unwrap();
@@ -58,11 +62,7 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
 /// and cached, which happens when the window closes (after the reply).
 #[test]
 fn a_4k_read_caches_its_block_after_the_reply() {
-    let env = Env::with_workers(64 << 20, 0);
-    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-        .unwrap()
-        .unwrap();
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
     let hits = || env.stats.cache_hits.load(Ordering::Relaxed);
     let mut buf = vec![0u8; 4096];
     let off = 1_500_000; // chunk 1, block 7
@@ -86,11 +86,7 @@ fn a_4k_read_caches_its_block_after_the_reply() {
 
 #[test]
 fn a_4k_read_of_a_delta_chunk_decodes_two_blocks() {
-    let env = Env::with_workers(64 << 20, 0);
-    let c = open_path_with(&fixture("frame/blocks-delta.b2frame"), &env)
-        .unwrap()
-        .unwrap();
-    let whole = reference_bytes("frame/blocks-delta.b2frame");
+    let (env, c, whole) = open_one("frame/blocks-delta.b2frame");
     let mut buf = vec![0u8; 4096];
     let off = 1_500_000;
     c.read_at(off, &mut buf).unwrap();
@@ -103,11 +99,7 @@ fn a_row_of_a_2d_array_decodes_only_its_band() {
     // shape (97, 131), chunks (40, 50), blocks (8, 25): row 45 lies in chunk
     // row 1, block row 0 of it; across 131 columns that is 3 chunks x up to
     // 2 blocks = 6 blocks (not the 9 x 10 blocks of the array).
-    let env = Env::with_workers(64 << 20, 0);
-    let c = open_path_with(&fixture("b2nd/array1-2d.b2nd"), &env)
-        .unwrap()
-        .unwrap();
-    let whole = reference_bytes("b2nd/array1-2d.b2nd");
+    let (env, c, whole) = open_one("b2nd/array1-2d.b2nd");
     let header = whole.len() - 97 * 131 * 4;
     let row = 45;
     let at = header + row * 131 * 4;
@@ -143,14 +135,12 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
                     let mut buf = vec![0u8; len];
                     // Half the reads as the FUSE adapter does them (the
                     // rest of a partly read block is cached afterwards).
-                    let deferred = seed & (1 << 20) != 0;
-                    if deferred {
-                        bloscfs::after::begin();
+                    let n = if seed & (1 << 20) != 0 {
+                        bloscfs::after::within(|| c.read_at(off, &mut buf))
+                    } else {
+                        c.read_at(off, &mut buf)
                     }
-                    let n = c.read_at(off, &mut buf).unwrap();
-                    if deferred {
-                        bloscfs::after::finish();
-                    }
+                    .unwrap();
                     assert_eq!(n, len.min(whole.len() - off as usize));
                     assert_eq!(&buf[..n], &whole[off as usize..off as usize + n]);
                     assert!(env.cache.bytes() <= env.cache.budget());

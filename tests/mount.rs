@@ -713,8 +713,6 @@ fn damaged_chunk_is_eio_for_that_range_only_and_logged_once() {
     assert!(lines[0].contains("chunk 1"), "{}", lines[0]);
 }
 
-/// With `-o source_io=direct` (every block read bypassing the page cache)
-/// the mount serves exact bytes, also through a small cache.
 /// Small random reads through the kernel (read-ahead off, so each is one
 /// 4 KiB request): each is answered before its block is cached (`after`),
 /// and reading the same places again (from the cache the replies left
@@ -758,6 +756,8 @@ fn small_random_reads_then_cached_blocks_are_exact() {
     m.unmount();
 }
 
+/// With `-o source_io=direct` (every block read bypassing the page cache)
+/// the mount serves exact bytes, also through a small cache.
 #[test]
 fn direct_source_io_serves_exact_bytes() {
     if !fuse_available() {

@@ -150,14 +150,11 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
         // Half the windows as the FUSE adapter reads: the rest of a block a
         // small read needed is cached after the reply (`after`), and later
         // windows read those cached blocks.
-        let deferred = rng.below(2) == 0;
-        if deferred {
-            bloscfs::after::begin();
-        }
-        let r = c.read_at(off, &mut w);
-        if deferred {
-            bloscfs::after::finish();
-        }
+        let r = if rng.below(2) == 0 {
+            bloscfs::after::within(|| c.read_at(off, &mut w))
+        } else {
+            c.read_at(off, &mut w)
+        };
         let n = r.map_err(|e| format!("{name}: window {off}+{len}: {e}"))?;
         let expect_n = (f.len.saturating_sub(off) as usize).min(len);
         if n != expect_n {
