@@ -11,6 +11,7 @@ use crate::cache::Stats;
 use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
+use crate::names;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -23,19 +24,6 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const ROOT_INO: u64 = 1;
-
-/// Suffixes stripped from container names (longest first).
-pub const SUFFIXES: &[&str] = &[
-    ".bloscpack",
-    ".b2frame",
-    ".b2pack",
-    ".blosc2",
-    ".blosc",
-    ".b2f",
-    ".bl2",
-    ".blp",
-    ".b2",
-];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -364,12 +352,9 @@ impl Fs {
     /// directory changes).
     fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
         let path = self.path_of(ino)?;
-        let dmd = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
-        let stamp = Stamp::of(&dmd);
-        if let Some(l) = self.dirs.lock().get(&ino) {
-            if l.stamp == stamp && l.built.elapsed() < LISTING_TTL {
-                return Ok(l.clone());
-            }
+        let (stamp, cached) = self.cached_listing(ino, &path)?;
+        if let Some(l) = cached {
+            return Ok(l);
         }
         let mut found = Vec::new();
         for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
@@ -390,8 +375,8 @@ impl Fs {
                             let Ok(md) = std::fs::symlink_metadata(p) else {
                                 continue;
                             };
-                            if !(md.is_file() || md.is_dir() || md.file_type().is_symlink()) {
-                                continue; // devices, sockets, fifos are not presented
+                            if !presented(&md) {
+                                continue;
                             }
                             let what = self.classify(p, &md);
                             out.push((name.clone(), what, md));
@@ -405,7 +390,13 @@ impl Fs {
                 .collect()
         });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
-        let entries = assign_names(raw);
+        let entries: Vec<_> = names::assign(
+            raw.into_iter().map(|(n, w, md)| (n, (w, md))).collect(),
+            |(w, _)| naming(w),
+        )
+        .into_iter()
+        .map(|(p, n, (w, md))| (p, n, w, md))
+        .collect();
         let by_name = entries
             .iter()
             .enumerate()
@@ -472,12 +463,57 @@ impl Fs {
         }
     }
 
+    /// The listing of directory `ino` at `path` if one is cached and still
+    /// valid, with the directory's current stamp.
+    fn cached_listing(
+        &self,
+        ino: u64,
+        path: &Path,
+    ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
+        let dmd = std::fs::symlink_metadata(path).map_err(|e| errno_of(&e))?;
+        let stamp = Stamp::of(&dmd);
+        let l = self.dirs.lock().get(&ino).cloned();
+        Ok((
+            stamp,
+            l.filter(|l| l.stamp == stamp && l.built.elapsed() < LISTING_TTL),
+        ))
+    }
+
+    /// The source name presented as `name` in directory `parent`, and
+    /// whether the listing it came from saw a container there (`None`: not
+    /// from a listing). Without a valid listing at hand only the few source
+    /// names that could be presented as `name` are looked at
+    /// ([`names::resolve`]): the first lookup in a large directory does not
+    /// wait for every file in it to be probed.
+    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(OsString, Option<bool>), i32> {
+        // Not entries of any listing, and not to be joined to a path.
+        if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+            return Err(libc::ENOENT);
+        }
+        let dir = self.path_of(parent)?;
+        if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
+            let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
+            return Ok((l.entries[i].1.clone(), Some(l.entries[i].2.is_container())));
+        }
+        let look = |src: &OsStr| {
+            let p = dir.join(src);
+            let md = std::fs::symlink_metadata(&p).ok()?;
+            presented(&md).then(|| naming(&self.classify(&p, &md)))
+        };
+        match names::resolve(name, look) {
+            Ok(found) => Ok((found.ok_or(libc::ENOENT)?, None)),
+            Err(()) => {
+                let l = self.listing(parent)?;
+                let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
+                Ok((l.entries[i].1.clone(), Some(l.entries[i].2.is_container())))
+            }
+        }
+    }
+
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         for attempt in 0..2 {
-            let l = self.listing(parent)?;
-            let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
-            let (_, src_name, listed, _) = &l.entries[i];
-            let path = self.path_of(parent)?.join(src_name);
+            let (src_name, listed) = self.source_of(parent, name)?;
+            let path = self.path_of(parent)?.join(&src_name);
             // Attributes are always fresh; the listing only maps the name.
             let md = match std::fs::symlink_metadata(&path) {
                 Ok(md) => md,
@@ -488,7 +524,7 @@ impl Fs {
                 Err(e) => return Err(errno_of(&e)),
             };
             let what = self.classify(&path, &md);
-            if attempt == 0 && what.is_container() != listed.is_container() {
+            if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
                 // Became (or stopped being) a container in place: names change.
                 self.dirs.lock().remove(&parent);
                 continue;
@@ -956,61 +992,18 @@ impl Fs {
 /// unless that name is any source name in the directory or is wanted by
 /// another container too; then it keeps its source name. Nothing is hidden,
 /// and the outcome does not depend on listing order.
-fn assign_names(raw: Vec<(OsString, What, Metadata)>) -> Vec<(OsString, OsString, What, Metadata)> {
-    let sources: HashSet<&OsStr> = raw.iter().map(|(n, _, _)| n.as_os_str()).collect();
-    let wants: Vec<Option<OsString>> = raw
-        .iter()
-        .map(|(n, w, _)| match w {
-            What::Container(p) => Some(presented_name_for(n, p)).filter(|x| x != n),
-            _ => None,
-        })
-        .collect();
-    let mut count: HashMap<&OsStr, usize> = HashMap::new();
-    for w in wants.iter().flatten() {
-        *count.entry(w.as_os_str()).or_default() += 1;
-    }
-    let names: Vec<OsString> = raw
-        .iter()
-        .zip(&wants)
-        .map(|((n, _, _), w)| match w {
-            Some(w) if !sources.contains(w.as_os_str()) && count[w.as_os_str()] == 1 => w.clone(),
-            _ => n.clone(),
-        })
-        .collect();
-    raw.into_iter()
-        .zip(names)
-        .map(|((n, w, md), p)| (p, n, w, md))
-        .collect()
+/// Whether a source entry is presented at all (devices, sockets and fifos
+/// are not).
+fn presented(md: &Metadata) -> bool {
+    md.is_file() || md.is_dir() || md.file_type().is_symlink()
 }
 
-/// The hook from a probe to a presented name: what a container found by
-/// content is called in the mount (before collision handling).
-pub fn presented_name_for(name: &OsStr, probe: &Probe) -> OsString {
-    presented_name(name, probe.npy)
-}
-
-/// The presented name of a container: one known suffix removed; arrays get
-/// `.npy` (replacing `.b2nd`, or appended).
-pub fn presented_name(name: &OsStr, npy: bool) -> OsString {
-    let s = name.to_string_lossy();
-    if npy {
-        let stem = s
-            .strip_suffix(".b2nd")
-            .or_else(|| SUFFIXES.iter().find_map(|suf| s.strip_suffix(suf)))
-            .unwrap_or(&s);
-        if stem.is_empty() {
-            return name.to_os_string();
-        }
-        return OsString::from(format!("{stem}.npy"));
+/// How naming sees an entry ([`names::Naming`]).
+fn naming(w: &What) -> names::Naming {
+    match w {
+        What::Container(p) => Some(p.npy),
+        _ => None,
     }
-    for suf in SUFFIXES {
-        if let Some(stem) = s.strip_suffix(suf) {
-            if !stem.is_empty() && name.as_bytes().len() == s.len() {
-                return OsString::from(stem);
-            }
-        }
-    }
-    name.to_os_string()
 }
 
 /// 512-byte blocks used by all files of a sparse-frame directory.
@@ -1028,18 +1021,6 @@ fn dir_blocks(dir: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names() {
-        assert_eq!(presented_name(OsStr::new("t.b2frame"), false), "t");
-        assert_eq!(presented_name(OsStr::new("t.blosc2"), false), "t");
-        assert_eq!(presented_name(OsStr::new("a.tar.b2"), false), "a.tar");
-        assert_eq!(presented_name(OsStr::new("x"), false), "x");
-        assert_eq!(presented_name(OsStr::new(".b2"), false), ".b2");
-        assert_eq!(presented_name(OsStr::new("w.b2nd"), true), "w.npy");
-        assert_eq!(presented_name(OsStr::new("w.blp"), true), "w.npy");
-        assert_eq!(presented_name(OsStr::new("w"), true), "w.npy");
-    }
 
     /// A container of `n` zero chunks of 1 KiB (an index and nothing else).
     fn zeros_container(n: usize) -> Arc<Container> {

@@ -5,6 +5,7 @@ mod common;
 use bloscfs::fs::{Filled, Fs, FsOptions, Kind, ROOT_INO};
 use common::*;
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 
 fn tree() -> (tempfile::TempDir, Fs) {
     let d = tempfile::tempdir().unwrap();
@@ -495,4 +496,77 @@ fn reads_of_holes_are_zeros_without_a_buffer() {
         Ok(Filled::Zeros(holes as usize))
     );
     assert!(want[(hl + 16 * row) as usize..].iter().all(|&b| b == 0));
+}
+
+/// A lookup without a listing at hand looks only at the source names that
+/// could be presented under the name asked for: it must find exactly what
+/// the listing finds, collisions, arrays, plain files, directories, links
+/// and names nothing is presented as included.
+#[test]
+fn lookups_without_a_listing_agree_with_the_listing() {
+    let (d, _) = tree();
+    let s = d.path();
+    let frame = fixture("frame/blocks-lz4.b2frame");
+    let array = fixture("b2nd/array1-2d.b2nd");
+    // More collisions: two containers wanting "a"; "a.b2.b2" wants the
+    // source name "a.b2"; "m.b2nd" and "m" both want "m.npy"; "k.npy.b2"
+    // is a frame wanting "k.npy" while "k.b2nd" is an array wanting it too;
+    // "p.b2" is a directory (not a container) next to a plain "p.npy".
+    for n in ["a.b2", "a.b2.b2", "a.b2frame", "k.npy.b2"] {
+        copy(&frame, &s.join(n));
+    }
+    for n in ["m.b2nd", "m", "k.b2nd", "solo.b2nd", "arr"] {
+        copy(&array, &s.join(n));
+    }
+    std::fs::create_dir(s.join("p.b2")).unwrap();
+    std::fs::write(s.join("p.npy"), b"plain").unwrap();
+    // A name that is not UTF-8: lookups of names like it use the listing.
+    std::fs::write(
+        s.join(OsStr::from_bytes(b"bad\xff.b2")),
+        std::fs::read(&frame).unwrap(),
+    )
+    .unwrap();
+    let listed = Fs::new(s, &FsOptions::default()).unwrap();
+    let presented = names(&listed, ROOT_INO);
+    let mut asked: Vec<std::ffi::OsString> = presented.iter().map(Into::into).collect();
+    for e in std::fs::read_dir(s).unwrap() {
+        asked.push(e.unwrap().file_name());
+    }
+    for n in [
+        "nope",
+        "a.npy",
+        "m.npy.npy",
+        "k",
+        "p",
+        "p.npy.npy",
+        "solo",
+        "arr.npy",
+        "x.b2frame",
+    ] {
+        asked.push(n.into());
+    }
+    asked.push(OsStr::from_bytes(b"bad\xff").into());
+    asked.push(OsStr::from_bytes(b"nope\xff").into());
+    let look = |fs: &Fs, n: &OsStr| fs.lookup(ROOT_INO, n).map(|a| (a.ino, a.size, a.kind));
+    for n in &asked {
+        // A fresh tree each time, so that no listing is at hand.
+        let fresh = Fs::new(s, &FsOptions::default()).unwrap();
+        assert_eq!(look(&fresh, n), look(&listed, n), "{n:?}");
+    }
+    assert!(presented.contains(&"arr.npy".to_string()), "{presented:?}");
+    assert!(presented.contains(&"k.npy.b2".to_string()), "{presented:?}");
+}
+
+/// "." and "..", and names with a slash, are never looked up as source
+/// paths (a slash would reach into a subdirectory).
+#[test]
+fn lookup_refuses_dot_names_and_slashes() {
+    let (_d, fs) = tree();
+    for n in [".", "..", "sub/readme.txt", ""] {
+        assert_eq!(
+            fs.lookup(ROOT_INO, OsStr::new(n)).unwrap_err(),
+            libc::ENOENT,
+            "{n:?}"
+        );
+    }
 }
