@@ -1,6 +1,7 @@
 //! fusefloor MOUNTPOINT SIZE [keep_cache]: one read-only file `data` of SIZE
 //! bytes, served from memory with the same kernel settings as bloscfs
-//! (1 MiB max readahead; FOPEN_KEEP_CACHE when asked).
+//! (1 MiB max readahead, two worker threads with cloned /dev/fuse fds;
+//! FOPEN_KEEP_CACHE when asked).
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig,
@@ -90,5 +91,7 @@ fn main() {
     let mut c = Config::default();
     c.mount_options = vec![MountOption::RO, MountOption::FSName("fusefloor".into())];
     c.n_threads = Some(2);
+    // As bloscfs: each worker thread reads requests from its own /dev/fuse clone.
+    c.clone_fd = true;
     fuser::mount(fs, &a[1], &c).unwrap();
 }
