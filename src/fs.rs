@@ -220,9 +220,16 @@ pub enum Filled {
     Zeros(usize),
 }
 
-/// Zero bytes to answer reads of holes from (in .bss: the kernel's shared
-/// zero page, no memory of ours). Reads longer than this are filled.
-pub static ZEROS: [u8; 1 << 20] = [0; 1 << 20];
+/// Zero bytes to answer reads of holes from. Reads longer than this are
+/// filled. Its pages are our own, written once (1 MiB): replies copied from
+/// the kernel's shared zero page (a zeroed static in .bss) cost the daemon
+/// 11.5 instead of 7 ticks of system time per GiB here, and holes read at
+/// 7.1-7.5 GB/s instead of 10.6-11.5 (an empty FUSE fs: 9.2-10.1).
+pub static ZEROS: std::sync::LazyLock<crate::cache::BlockBuf> = std::sync::LazyLock::new(|| {
+    let mut b = crate::cache::BlockBuf::new(1 << 20);
+    b.populate();
+    b
+});
 
 /// Make `buf` `n` bytes long, zeroing only bytes it never held.
 fn set_len(buf: &mut Vec<u8>, n: usize) {

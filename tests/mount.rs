@@ -231,6 +231,11 @@ fn unmodified_tools_read_exact_bytes() {
     );
     let o = sh(&format!("cat {}/delta", mp.display()));
     assert_eq!(o.stdout, reference_bytes("frame/blocks-delta.b2frame"));
+    // Holes are answered from the daemon's zero buffer.
+    let o = sh(&format!("cat {}/zeros", mp.display()));
+    let zeros = reference_bytes("frame/special-zero.b2frame");
+    assert!(zeros.iter().all(|&b| b == 0) && !zeros.is_empty());
+    assert_eq!(o.stdout, zeros);
     assert_eq!(
         std::fs::read(mp.join("notes.txt")).unwrap(),
         b"plain text\n"
