@@ -395,7 +395,7 @@ def main():
             return Floor(at, nbytes, keep=True), os.path.join(at, "data"), lambda: 0
         return f
 
-    pairs_n = 8 if not a.quick else 2
+    pairs_n = 12 if not a.quick else 2
     fmp2 = os.path.join(d, "floor2")
     ratio, all_r, t_w, served = warm_pairs(ours_keep, floor_keep(fmp), pairs_n)
     row("warm re-read", f"bloscfs vs empty FUSE fs, both with keep_cache (median of {pairs_n} mount pairs, "

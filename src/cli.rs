@@ -99,51 +99,60 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    // Decode windows on all CPUs, write them in order.
+    // Decode windows on all CPUs, write them in order. Worker k decodes
+    // windows k, k + threads, ... for the whole run (its scratch buffers
+    // live as long as it does) into one of two buffers it owns: one is
+    // being written while the next is decoded.
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
     let win = 4u64 << 20;
-    let mut bufs: Vec<Vec<u8>> = (0..threads).map(|_| vec![0u8; win as usize]).collect();
-    let mut pos = offset.min(end);
-    while pos < end {
-        let results: Vec<Result<usize, Error>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = bufs
-                .iter_mut()
-                .enumerate()
-                .map(|(k, b)| {
-                    let start = pos + k as u64 * win;
-                    let c = &c;
-                    sc.spawn(move || {
-                        if start >= end {
-                            return Ok(0);
-                        }
-                        let n = (end - start).min(win) as usize;
-                        c.read_at(start, &mut b[..n])
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("decoder thread panicked"))
-                .collect()
-        });
-        for (k, r) in results.into_iter().enumerate() {
-            let got = r.map_err(|e| e.to_string())?;
-            if got == 0 {
-                pos = end;
-                break;
+    let start = offset.min(end);
+    let windows = (end - start).div_ceil(win);
+    type Done = (Vec<u8>, Result<usize, Error>);
+    std::thread::scope(|sc| -> Result<(), String> {
+        let mut workers = Vec::new();
+        for k in 0..threads as u64 {
+            let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Done>(1);
+            let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+            for _ in 0..2 {
+                let _ = free_tx.send(Vec::new());
             }
-            if let Err(e) = out.write_all(&bufs[k][..got]) {
+            let c = &c;
+            sc.spawn(move || {
+                for w in (k..windows).step_by(threads) {
+                    let Ok(mut b) = free_rx.recv() else { return };
+                    let at = start + w * win;
+                    let n = (end - at).min(win) as usize;
+                    b.resize(n, 0);
+                    let r = c.read_at(at, &mut b);
+                    if done_tx.send((b, r)).is_err() {
+                        return; // writing stopped
+                    }
+                }
+            });
+            workers.push((done_rx, free_tx));
+        }
+        for w in 0..windows {
+            let (done, free) = &workers[(w % threads as u64) as usize];
+            let (b, r) = done
+                .recv()
+                .map_err(|_| "decoder thread failed".to_string())?;
+            let got = r.map_err(|e| e.to_string())?;
+            if let Err(e) = out.write_all(&b[..got]) {
                 if e.kind() == std::io::ErrorKind::BrokenPipe {
                     return Ok(());
                 }
                 return Err(format!("writing stdout: {e}"));
             }
-            pos += got as u64;
+            if got < b.len() {
+                break; // the container ended early
+            }
+            let _ = free.send(b);
         }
-    }
+        Ok(())
+    })?;
     out.flush().map_err(|e| format!("writing stdout: {e}"))?;
     Ok(())
 }
