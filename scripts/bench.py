@@ -137,6 +137,16 @@ def read_seq(path, bs=MB, start=0):
     return n
 
 
+def latencies(op, args):
+    """Seconds each call `op(x)` takes, for `x` in `args`, in order."""
+    out = []
+    for x in args:
+        t = time.perf_counter()
+        op(x)
+        out.append(time.perf_counter() - t)
+    return out
+
+
 def daemon_stats(mp):
     """The counters of the bloscfs mounted at `mp` (its `user.bloscfs.stats` xattr)."""
     text = os.getxattr(mp, "user.bloscfs.stats").decode()
@@ -285,20 +295,12 @@ def main():
         drop_caches()
         m = Mount(src, mp, opts=opts, pin=pin)
         fd = os.open(path, os.O_RDONLY)
-        lat = []
-        for o in offs:
-            t = time.perf_counter()
-            os.pread(fd, 4096, o)
-            lat.append(time.perf_counter() - t)
+        lat = latencies(lambda o: os.pread(fd, 4096, o), offs)
         stats = daemon_stats(mp)
         # Block-cache hits: the page cache of the mounted file dropped, the
         # next 4 KiB of blocks read above (same block, so it is cached).
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        hits = []
-        for o in offs[:100]:
-            t = time.perf_counter()
-            os.pread(fd, 4096, o + 4096 if o + 8192 < nbytes else o)
-            hits.append(time.perf_counter() - t)
+        hits = latencies(lambda o: os.pread(fd, 4096, o + 4096 if o + 8192 < nbytes else o), offs[:100])
         os.close(fd)
         m.close()
         return sorted(lat), sorted(hits), int(stats.get("source_direct_reads", 0))
@@ -306,12 +308,7 @@ def main():
     def theirs_round():
         drop_caches()
         s = blosc2.open(p0)
-        ref = []
-        for o in offs:
-            t = time.perf_counter()
-            s.get_slice(o // 8, o // 8 + 512)
-            ref.append(time.perf_counter() - t)
-        return sorted(ref)
+        return sorted(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), offs))
 
     # This VM's disk is a file on the host, which caches it: a block read a
     # second time comes back ~70 us sooner (measured: O_DIRECT 172 KB reads
@@ -387,8 +384,7 @@ def main():
         return statistics.median(ratios), sorted(round(r, 2) for r in ratios), statistics.median(t_first), served
 
     def ours_keep():
-        m = Mount(src, mp)
-        return m, os.path.join(mp, os.path.basename(p0)[: -len(".b2frame")]), lambda: daemon_stats(mp)["bytes_served"]
+        return Mount(src, mp), path, lambda: daemon_stats(mp)["bytes_served"]
 
     def floor_keep(at):
         def f():
@@ -613,7 +609,6 @@ def main():
                 self.p.wait(timeout=60)
 
         Rat().close()
-        path = os.path.join(mp, os.path.basename(p0)[: -len(".b2frame")])
         # ratarmount decodes and keeps whole seek-point intervals (MiBs), so
         # a read near an earlier one is a hit in its cache: with 50 uniform
         # reads of 512 MiB about half are, and the p50 falls between the two
@@ -627,12 +622,11 @@ def main():
         def p50_4k(fpath, offsets):
             """Median latency of 4 KiB preads of `fpath` at `offsets`, in order."""
             fd = os.open(fpath, os.O_RDONLY)
-            lat = []
-            for o in offsets:
-                t = time.perf_counter()
-                got = len(os.pread(fd, 4096, o))
-                lat.append(time.perf_counter() - t)
-                assert got == 4096
+
+            def read4k(o):
+                assert len(os.pread(fd, 4096, o)) == 4096
+
+            lat = latencies(read4k, offsets)
             os.close(fd)
             return statistics.median(lat)
 

@@ -372,7 +372,7 @@ impl Fs {
         // I/O-bound, so spread it over a few threads.
         let workers = found.len().div_ceil(256).clamp(1, 8);
         let per = found.len().div_ceil(workers).max(1);
-        let mut raw: Vec<(OsString, What, Metadata)> = std::thread::scope(|sc| {
+        let mut raw: Vec<(OsString, (What, Metadata))> = std::thread::scope(|sc| {
             let hs: Vec<_> = found
                 .chunks(per)
                 .map(|part| {
@@ -386,7 +386,7 @@ impl Fs {
                                 continue;
                             }
                             let what = self.classify(p, &md);
-                            out.push((name.clone(), what, md));
+                            out.push((name.clone(), (what, md)));
                         }
                         out
                     })
@@ -397,13 +397,10 @@ impl Fs {
                 .collect()
         });
         raw.sort_by(|a, b| a.0.cmp(&b.0));
-        let entries: Vec<_> = names::assign(
-            raw.into_iter().map(|(n, w, md)| (n, (w, md))).collect(),
-            |(w, _)| naming(w),
-        )
-        .into_iter()
-        .map(|(p, n, (w, md))| (p, n, w, md))
-        .collect();
+        let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
+            .into_iter()
+            .map(|(p, n, (w, md))| (p, n, w, md))
+            .collect();
         let by_name = entries
             .iter()
             .enumerate()
@@ -486,21 +483,24 @@ impl Fs {
         ))
     }
 
-    /// The source name presented as `name` in directory `parent`, and
+    /// The source path presented as `name` in directory `parent`, and
     /// whether the listing it came from saw a container there (`None`: not
     /// from a listing). Without a valid listing at hand only the few source
     /// names that could be presented as `name` are looked at
     /// ([`names::resolve`]): the first lookup in a large directory does not
     /// wait for every file in it to be probed.
-    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(OsString, Option<bool>), i32> {
+    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(PathBuf, Option<bool>), i32> {
         // Not entries of any listing, and not to be joined to a path.
         if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
             return Err(libc::ENOENT);
         }
         let dir = self.path_of(parent)?;
+        let listed = |l: &DirListing| {
+            let (_, src, what, _) = &l.entries[*l.by_name.get(name).ok_or(libc::ENOENT)?];
+            Ok((dir.join(src), Some(what.is_container())))
+        };
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
-            let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
-            return Ok((l.entries[i].1.clone(), Some(l.entries[i].2.is_container())));
+            return listed(&l);
         }
         let look = |src: &OsStr| {
             let p = dir.join(src);
@@ -508,19 +508,14 @@ impl Fs {
             presented(&md).then(|| naming(&self.classify(&p, &md)))
         };
         match names::resolve(name, look) {
-            Ok(found) => Ok((found.ok_or(libc::ENOENT)?, None)),
-            Err(()) => {
-                let l = self.listing(parent)?;
-                let i = *l.by_name.get(name).ok_or(libc::ENOENT)?;
-                Ok((l.entries[i].1.clone(), Some(l.entries[i].2.is_container())))
-            }
+            Ok(found) => Ok((dir.join(found.ok_or(libc::ENOENT)?), None)),
+            Err(()) => listed(&*self.listing(parent)?),
         }
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         for attempt in 0..2 {
-            let (src_name, listed) = self.source_of(parent, name)?;
-            let path = self.path_of(parent)?.join(&src_name);
+            let (path, listed) = self.source_of(parent, name)?;
             // Attributes are always fresh; the listing only maps the name.
             let md = match std::fs::symlink_metadata(&path) {
                 Ok(md) => md,
@@ -802,7 +797,8 @@ impl Fs {
                     return Ok(Filled::Buf);
                 }
                 let n = (size as u64).min(len - offset) as usize;
-                if n <= ZEROS.len() && c.is_zero(offset, n as u64) {
+                // (The zero buffer is made on the first read of a hole.)
+                if c.is_zero(offset, n as u64) && n <= ZEROS.len() {
                     let st = &c.env().stats;
                     Stats::add(&st.special_bytes_served, n as u64);
                     Stats::add(&st.bytes_served, n as u64);
@@ -994,11 +990,6 @@ impl Fs {
     }
 }
 
-/// Presented names for one directory's entries (sorted by source name).
-/// Non-containers keep their names; a container takes its stripped name
-/// unless that name is any source name in the directory or is wanted by
-/// another container too; then it keeps its source name. Nothing is hidden,
-/// and the outcome does not depend on listing order.
 /// Whether a source entry is presented at all (devices, sockets and fifos
 /// are not).
 fn presented(md: &Metadata) -> bool {

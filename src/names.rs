@@ -65,7 +65,11 @@ pub fn wanted(name: &OsStr, naming: Naming) -> Option<OsString> {
 }
 
 /// Presented names for a whole directory: `(presented, source, payload)`
-/// for every `(source name, payload)`, in the same order.
+/// for every `(source name, payload)`, in the same order. Non-containers
+/// keep their names; a container takes the name it wants unless that name
+/// is any source name in the directory or is wanted by another container
+/// too; then it keeps its source name. Nothing is hidden, and the outcome
+/// does not depend on listing order.
 pub fn assign<T>(
     raw: Vec<(OsString, T)>,
     naming: impl Fn(&T) -> Naming,
