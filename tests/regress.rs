@@ -189,3 +189,85 @@ fn lying_block_size_maps_no_memory() {
         "{e}"
     );
 }
+
+/// Found by `read_at` (slow unit, pass 5): a 139-byte frame of variable
+/// chunk sizes whose offsets index (a run-length chunk) declares 12,583,203
+/// special chunks. The offsets were decoded (100 MB) and the whole chunk
+/// table built (789 MB, 0.8 s in a release build) before the frame was
+/// refused for holding more than one special chunk. A frame of variable
+/// sizes keeps every chunk but one in its data, so the index may declare at
+/// most one entry more than the data has room for chunk headers: checked on
+/// the index's header, before anything is decoded.
+#[test]
+fn variable_frame_declaring_millions_of_special_chunks() {
+    let data = input("frame-variable-many-specials.bin");
+    let before = peak_rss();
+    let src = Arc::new(MemSource::new(data.clone()));
+    let env = bloscfs::Env::new(1 << 20);
+    let e = match bloscfs::detect::open_source(src, Path::new("regress"), &env) {
+        Err(e) => e,
+        Ok(_) => panic!("opened"),
+    };
+    assert!(
+        e.to_string()
+            .contains("declares 12583203 chunks of variable size, but there is room for"),
+        "{e}"
+    );
+    let grew = peak_rss().saturating_sub(before);
+    assert!(
+        grew < 64 << 20,
+        "refusing it raised peak RSS by {grew} bytes"
+    );
+    fuzz_read_at(&data);
+}
+
+/// Found while fixing the above (by hand, no fuzz input): a sparse frame
+/// index may name a chunk file per chunk, and a fixed chunk size lets its
+/// offsets be a run-length chunk of a few bytes. 2^24 - 1 entries all naming
+/// `00000000.chunk` took 4.7 GB and 5 s to open (a source and a table entry
+/// per chunk); here 2^20 of them opened. Now stored entries are bounded by
+/// what the directory holds (twice its entries, plus 64).
+#[test]
+fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("big.b2frame");
+    common::copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame/sparse-fixed.b2frame"),
+        &dir,
+    );
+    let index = dir.join("chunks.b2frame");
+    let mut d = std::fs::read(&index).unwrap();
+    // Header: 0x79 bytes; nbytes (msgpack int64) at 0x1e; chunk size 4000.
+    // The offsets chunk (32-byte header, 40 bytes of offsets) becomes a
+    // zeros chunk of n entries: every entry names chunk file 0.
+    let (hl, n) = (0x79usize, 1u64 << 20);
+    let mut chunk = d[hl..hl + 32].to_vec();
+    chunk[4..8].copy_from_slice(&((8 * n) as u32).to_le_bytes());
+    chunk[8..12].copy_from_slice(&(1u32 << 20).to_le_bytes());
+    chunk[12..16].copy_from_slice(&32u32.to_le_bytes());
+    chunk[31] = (chunk[31] & 0x0f) | 0x10;
+    d.splice(hl..hl + 72, chunk);
+    d[0x1e..0x26].copy_from_slice(&(n * 4000).to_be_bytes());
+    let len = d.len() as u64;
+    d[0x10..0x18].copy_from_slice(&len.to_be_bytes());
+    std::fs::write(&index, &d).unwrap();
+    let env = bloscfs::Env::new(1 << 20);
+    let e = match bloscfs::open_path_with(&dir, &env) {
+        Err(e) => e,
+        Ok(_) => panic!("opened"),
+    };
+    assert!(
+        e.to_string()
+            .contains("names more than 76 stored chunks, more than the frame has room for"),
+        "{e}"
+    );
+    // The directory as written holds 5 chunks, and opens.
+    common::copy(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame/sparse-fixed.b2frame"),
+        &tmp.path().join("ok.b2frame"),
+    );
+    let c = bloscfs::open_path_with(&tmp.path().join("ok.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.len(), 17200);
+}

@@ -32,10 +32,17 @@ pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
     frame::parse_header(&buf)
 }
 
-/// Read and decode the offsets chunk at `at`. With `expect` (fixed chunk
-/// size), the chunk must hold exactly that many entries: checked on its
-/// header, before anything is decoded.
-fn read_offsets(src: &dyn Source, at: u64, expect: Option<u64>) -> Result<Vec<Offset>> {
+/// Read and decode the offsets chunk at `at` (its raw int64 entries). With
+/// `expect` (fixed chunk size), the chunk must hold exactly that many
+/// entries; without (variable sizes: each chunk but one special stored in
+/// the file), at most `max_stored + 1`. Both checked on its header, before
+/// anything is decoded.
+fn read_offsets(
+    src: &dyn Source,
+    at: u64,
+    expect: Option<u64>,
+    max_stored: u64,
+) -> Result<Vec<u8>> {
     let ctx = |e: Error| Error {
         reason: format!("offsets index: {}", e.reason),
         ..e
@@ -59,12 +66,17 @@ fn read_offsets(src: &dyn Source, at: u64, expect: Option<u64>) -> Result<Vec<Of
         corrupt,
         "offsets index declares {n} chunks, more than {MAX_CHUNKS}"
     );
-    if let Some(e) = expect {
-        ensure!(
+    match expect {
+        Some(e) => ensure!(
             n == e,
             corrupt,
             "offsets index holds {n} entries but the frame's size needs {e} chunks"
-        );
+        ),
+        None => ensure!(
+            n <= max_stored.saturating_add(1),
+            corrupt,
+            "offsets index declares {n} chunks of variable size, but there is room for {max_stored} stored chunks and one special"
+        ),
     }
     let chunk = read_vec(src, at, h.cbytes as u64).map_err(ctx)?;
     let decoded = decompress_chunk(&chunk).map_err(ctx)?;
@@ -75,16 +87,16 @@ fn read_offsets(src: &dyn Source, at: u64, expect: Option<u64>) -> Result<Vec<Of
         decoded.len(),
         h.nbytes
     );
-    frame::offsets(&decoded)
+    Ok(decoded)
 }
 
-/// The frame's offsets, or none for an empty frame (C-Blosc2 writes no
-/// offsets chunk while nbytes is 0).
-fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64) -> Result<Vec<Offset>> {
+/// The frame's offsets (raw int64 entries), or none for an empty frame
+/// (C-Blosc2 writes no offsets chunk while nbytes is 0).
+fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64, max_stored: u64) -> Result<Vec<u8>> {
     if h.nbytes == 0 {
         return Ok(Vec::new());
     }
-    read_offsets(src, at, h.fixed_nchunks())
+    read_offsets(src, at, h.fixed_nchunks(), max_stored)
 }
 
 fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
@@ -116,9 +128,12 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
     }
 }
 
-/// Chunk table entries from offsets. `stored(i, n)` gives the location of
-/// the stored chunk with index entry `n` and, in a frame of variable chunk
-/// sizes, its uncompressed size (from its header).
+/// The chunk table from the offsets index (`raw`, int64 entries), built in
+/// one pass. `stored(i, n)` gives the location of the stored chunk with
+/// index entry `n` and, in a frame of variable chunk sizes, its uncompressed
+/// size (from its header). At most `max_stored` entries may name stored
+/// chunks (what the file or directory has room for), checked as they come,
+/// so a lying index is refused before its table is built.
 ///
 /// A special offset carries no size. With a fixed chunk size that is the
 /// chunk size (the last chunk short); with variable sizes C-Blosc2 cannot
@@ -127,54 +142,49 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
 /// and give a clear error otherwise.
 fn build_chunks(
     h: &FrameHeader,
-    offs: &[Offset],
+    raw: &[u8],
+    max_stored: u64,
     mut stored: impl FnMut(usize, u64) -> Result<(ChunkLoc, Option<u64>)>,
 ) -> Result<Vec<ChunkEntry>> {
-    let mut entries = Vec::with_capacity(offs.len());
-    for (i, o) in offs.iter().enumerate() {
-        entries.push(match *o {
-            Offset::At(n) => stored(i, n).map_err(|e| e.in_chunk(i as u64))?,
-            Offset::Special(kind) => (
-                ChunkLoc::Special {
-                    kind,
-                    typesize: h.typesize.min(255) as u8,
-                    value: Box::new([]),
-                },
-                None,
-            ),
-        });
-    }
-    let sizes: Vec<u64> = match h.fixed_chunksize() {
-        Some(cs) => (0..offs.len() as u64)
-            .map(|i| cs.min(h.nbytes.saturating_sub(i.saturating_mul(cs))))
-            .collect(),
-        None => {
-            let known = entries
-                .iter()
-                .filter_map(|e| e.1)
-                .try_fold(0u64, u64::checked_add)
-                .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
-            let unknown: Vec<usize> = (0..entries.len())
-                .filter(|&i| entries[i].1.is_none())
-                .collect();
-            let rest = h.nbytes.checked_sub(known).ok_or_else(|| {
-                Error::corrupt(format!(
-                    "chunks hold {known} bytes but the frame declares {}",
-                    h.nbytes
-                ))
-            })?;
-            ensure!(
-                unknown.len() <= 1,
-                unsupported,
-                "{} special chunks in a frame of variable chunk sizes: their sizes are not recorded",
-                unknown.len()
-            );
-            entries.iter().map(|e| e.1.unwrap_or(rest)).collect()
-        }
-    };
-    let mut chunks = Vec::with_capacity(entries.len());
+    let fixed = h.fixed_chunksize();
+    let mut chunks = Vec::with_capacity(raw.len() / 8);
+    let (mut nstored, mut special) = (0u64, None);
     let mut uoff = 0u64;
-    for ((loc, _), ulen) in entries.into_iter().zip(sizes) {
+    for (i, v) in raw.chunks_exact(8).enumerate() {
+        let v = i64::from_le_bytes(v.try_into().unwrap());
+        let (loc, size) = match frame::decode_offset(v).map_err(|e| e.in_chunk(i as u64))? {
+            Offset::At(n) => {
+                nstored += 1;
+                ensure!(
+                    nstored <= max_stored,
+                    corrupt,
+                    "offsets index names more than {max_stored} stored chunks, more than the frame has room for"
+                );
+                stored(i, n).map_err(|e| e.in_chunk(i as u64))?
+            }
+            Offset::Special(kind) => {
+                if fixed.is_none() {
+                    ensure!(
+                        special.is_none(),
+                        unsupported,
+                        "two or more special chunks in a frame of variable chunk sizes: their sizes are not recorded"
+                    );
+                    special = Some(i);
+                }
+                (
+                    ChunkLoc::Special {
+                        kind,
+                        typesize: h.typesize.min(255) as u8,
+                        value: Box::new([]),
+                    },
+                    None,
+                )
+            }
+        };
+        let ulen = match fixed {
+            Some(cs) => cs.min(h.nbytes.saturating_sub(uoff)),
+            None => size.unwrap_or(0),
+        };
         chunks.push(ChunkEntry {
             uoff,
             ulen,
@@ -184,6 +194,19 @@ fn build_chunks(
         uoff = uoff
             .checked_add(ulen)
             .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
+    }
+    if let Some(s) = special {
+        // The one special chunk of a variable-size frame: what is left.
+        let rest = h.nbytes.checked_sub(uoff).ok_or_else(|| {
+            Error::corrupt(format!(
+                "chunks hold {uoff} bytes but the frame declares {}",
+                h.nbytes
+            ))
+        })?;
+        chunks[s].ulen = rest;
+        for c in &mut chunks[s + 1..] {
+            c.uoff += rest;
+        }
     }
     Ok(chunks)
 }
@@ -245,10 +268,12 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                 src.len()
             ))
         })?;
-    let offs = frame_offsets(src.as_ref(), &h, data_end)?;
+    // Every stored chunk takes at least a chunk header of the data.
+    let max_stored = h.cbytes / MIN_HEADER_LEN as u64;
+    let offs = frame_offsets(src.as_ref(), &h, data_end, max_stored)?;
     let fixed = h.fixed_chunksize().is_some();
     let srcr = src.as_ref();
-    let chunks = build_chunks(&h, &offs, |_, o| {
+    let chunks = build_chunks(&h, &offs, max_stored, |_, o| {
         let at = h
             .header_len
             .checked_add(o)
@@ -292,6 +317,18 @@ pub fn is_sframe_dir(dir: &Path) -> bool {
     dir.join("chunks.b2frame").is_file()
 }
 
+/// How many stored chunks a sparse frame in `dir` may name: each has a file
+/// of its own there, so twice the directory's entries (and 64 more) leaves
+/// room for chunk files gone missing (their ranges read as errors) while a
+/// lying index cannot make the chunk table (and one source per chunk) any
+/// larger than the directory warrants.
+fn sframe_room(dir: &Path) -> u64 {
+    let entries = std::fs::read_dir(dir)
+        .map(|d| d.take(MAX_CHUNKS as usize).count() as u64)
+        .unwrap_or(0);
+    entries.saturating_mul(2).saturating_add(64)
+}
+
 /// Open a sparse frame directory. Chunk files are named from the index
 /// numbers (`%08X.chunk`) inside `dir` only, and opened on first read.
 pub fn open_sframe(dir: &Path) -> Result<Index> {
@@ -304,10 +341,12 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         "chunks.b2frame is not a sparse-frame index (frame type {})",
         h.frame_type
     );
-    let offs = frame_offsets(src.as_ref(), &h, h.header_len).map_err(|e| e.in_file(&index_path))?;
+    let max_stored = sframe_room(dir);
+    let offs = frame_offsets(src.as_ref(), &h, h.header_len, max_stored)
+        .map_err(|e| e.in_file(&index_path))?;
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
-    let chunks = build_chunks(&h, &offs, |_, n| {
+    let chunks = build_chunks(&h, &offs, max_stored, |_, n| {
         ensure!(
             n <= u32::MAX as u64,
             corrupt,
