@@ -70,6 +70,12 @@ pub trait Source: Send + Sync {
         let _ = access;
         buffered_span(self, offset, len, scratch)
     }
+    /// A hint that `len` bytes at `offset` will be read soon: a file source
+    /// asks the kernel to start reading them into the page cache
+    /// (`POSIX_FADV_WILLNEED`) and returns at once. Others ignore it.
+    fn will_need(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// `read_span` through the page cache.
@@ -252,6 +258,14 @@ fn mostly_uncached(file: &File, offset: u64, len: u64) -> Option<bool> {
 impl Source for FileSource {
     fn len(&self) -> u64 {
         self.len
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        let (Ok(o), Ok(l)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a plain syscall on our own open fd; a failure only means
+        // no hint was taken.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), o, l, libc::POSIX_FADV_WILLNEED) };
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.file.read_exact_at(buf, offset).map_err(|e| {

@@ -379,3 +379,136 @@ fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
         "a block already in the page cache is read from it"
     );
 }
+
+/// Is the page holding byte `at` of `f` in the page cache?
+fn resident(f: &std::fs::File, at: u64) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let page = 4096u64;
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a read-only mapping of a file we hold open, unmapped below;
+    // mincore only reports on it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut v = vec![0u8; len.div_ceil(page as usize)];
+        assert_eq!(libc::mincore(p, len, v.as_mut_ptr()), 0);
+        libc::munmap(p, len);
+        v[(at / page) as usize] & 1 == 1
+    }
+}
+
+/// A file source's `will_need` has the kernel read the range into the page
+/// cache (and nothing else: a page further on stays out). The file is on a
+/// disk file system (tmpfs keeps every page resident).
+#[test]
+fn file_source_will_need_reads_into_the_page_cache() {
+    use bloscfs::io::{FileSource, Source};
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("64M");
+    std::fs::write(&path, vec![7u8; 64 << 20]).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: plain syscall on our fd.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let (hinted, other) = (32u64 << 20, 48u64 << 20);
+    assert!(
+        !resident(&f, hinted) && !resident(&f, other),
+        "pages resident after POSIX_FADV_DONTNEED (tmpfs?)"
+    );
+    FileSource::open(&path).unwrap().will_need(hinted, 8192);
+    let t = std::time::Instant::now();
+    while !resident(&f, hinted) && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!((resident(&f, hinted), resident(&f, other)), (true, false));
+}
+
+/// A source that records `will_need` hints.
+struct Hinted(bloscfs::io::MemSource, std::sync::Mutex<Vec<(u64, u64)>>);
+
+impl bloscfs::io::Source for Hinted {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> bloscfs::Result<()> {
+        self.0.read_exact_at(offset, buf)
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.1.lock().unwrap().push((offset, len));
+    }
+}
+
+/// The first random read hints the start (header and block starts) of
+/// every chunk not parsed yet to the source, once, on the pool's chore
+/// thread, so each later first read of a chunk waits for one disk read, not
+/// two in a row. Sequential reads (and reads without a pool) hint nothing.
+#[test]
+fn first_random_read_hints_chunk_headers() {
+    use bloscfs::index::ChunkLoc;
+    use bloscfs::io::MemSource;
+    let name = "frame/lz4-none-ts4-c.b2frame";
+    let data = std::fs::read(fixture(name)).unwrap();
+    let reference = reference_bytes(name);
+    // Up to `secs` for `n` hints, then a little more for any stray one.
+    let wait_for = |src: &Hinted, n: usize, secs: u64| {
+        let t = std::time::Instant::now();
+        while src.1.lock().unwrap().len() < n && t.elapsed() < std::time::Duration::from_secs(secs)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        src.1.lock().unwrap().clone()
+    };
+    let mut buf = vec![0u8; 4096];
+    for (workers, sequential) in [(2, true), (0, false), (2, false)] {
+        let src = Arc::new(Hinted(MemSource::new(data.clone()), Default::default()));
+        let env = Env::with_workers(1 << 20, workers);
+        let c = bloscfs::detect::open_source(src.clone(), std::path::Path::new(name), &env)
+            .unwrap()
+            .unwrap();
+        let starts: Vec<u64> = c
+            .chunks()
+            .iter()
+            .map(|e| match e.loc {
+                ChunkLoc::Stored { offset, .. } => offset,
+                _ => panic!("special chunk"),
+            })
+            .collect();
+        assert_eq!(starts.len(), 8);
+        let ats: Vec<u64> = if sequential {
+            (0..8).map(|i| i * 4096).collect()
+        } else {
+            vec![c.chunks()[3].uoff + 100, c.chunks()[6].uoff + 5, 50_000]
+        };
+        for &at in &ats {
+            assert_eq!(c.read_at(at, &mut buf).unwrap(), 4096);
+            assert_eq!(buf, reference[at as usize..at as usize + 4096]);
+        }
+        let none = sequential || workers == 0;
+        let hints = wait_for(&src, 7, if none { 0 } else { 5 });
+        if none {
+            assert_eq!(hints, [], "workers {workers}, sequential {sequential}");
+            continue;
+        }
+        // Every chunk not parsed before the first random read, once, its
+        // own included (hinted as it is read). Chunk 0 may have been parsed
+        // when the container was opened (codec names for `info`).
+        let mut got: Vec<u64> = hints.iter().map(|h| h.0).collect();
+        got.retain(|&o| o != starts[0]);
+        let want = &starts[1..];
+        assert_eq!(got, want);
+        // A chunk's first 8 KiB (the last chunk is shorter).
+        assert!(
+            hints.iter().all(|&(_, len)| len > 0 && len <= 8192),
+            "{hints:?}"
+        );
+    }
+}
