@@ -368,6 +368,13 @@ impl Source for LazyFileSource {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.get()?.read_exact_at(offset, buf)
     }
+    /// Forwarded once the file is open (a hint never opens a chunk file:
+    /// a sparse frame's thousands of them would each hold a descriptor).
+    fn will_need(&self, offset: u64, len: u64) {
+        if let Some(f) = self.file.get() {
+            f.will_need(offset, len);
+        }
+    }
     fn read_span<'a>(
         &self,
         offset: u64,
