@@ -516,7 +516,7 @@ impl Container {
             let a = pos - entry.uoff;
             let n = ((entry.ulen - a) as usize).min(want - done);
             self.read_chunk(ci, a, &mut buf[done..done + n])
-                .map_err(|e| e.in_chunk(ci as u64).in_file(&self.path))?;
+                .map_err(|e| e.in_chunk(entry.chunk).in_file(&self.path))?;
             done += n;
             ci += 1;
         }

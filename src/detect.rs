@@ -279,6 +279,7 @@ pub fn open_chunk(src: Arc<dyn Source>) -> Result<Index> {
     };
     Ok(Index {
         chunks: vec![ChunkEntry {
+            chunk: 0,
             uoff: 0,
             ulen: h.nbytes as u64,
             loc: ChunkLoc::Stored {

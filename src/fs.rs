@@ -1025,6 +1025,7 @@ mod tests {
         use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
         let chunks = (0..n as u64)
             .map(|i| ChunkEntry {
+                chunk: i,
                 uoff: i * 1024,
                 ulen: 1024,
                 loc: ChunkLoc::Special {

@@ -20,11 +20,17 @@ pub enum ChunkLoc {
     },
 }
 
+/// One entry of a chunk table: a chunk, or a run of special chunks of one
+/// kind (a frame may declare millions of them in a few bytes; a run costs
+/// one entry, whatever its length).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkEntry {
+    /// The container's number for the (first) chunk of this entry: what
+    /// messages and `bloscfs info --chunks` call it.
+    pub chunk: u64,
     /// Offset of the chunk's first byte in the uncompressed content.
     pub uoff: u64,
-    /// Uncompressed length of the chunk.
+    /// Uncompressed length of the chunk (of the whole run).
     pub ulen: u64,
     pub loc: ChunkLoc,
     /// A checksum over the stored chunk bytes (Bloscpack), verified when the

@@ -72,17 +72,27 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
             "\n{:>8} {:>14} {:>12} {:>14} {:>10}  kind",
             "chunk", "uoffset", "nbytes", "offset", "cbytes"
         );
-        for (n, e) in c.chunks().iter().enumerate() {
+        let all = c.chunks();
+        for (n, e) in all.iter().enumerate() {
             match &e.loc {
                 ChunkLoc::Special { kind, .. } => {
+                    // A run of special chunks is one entry.
+                    let next = all.get(n + 1).map_or(i.nchunks, |x| x.chunk);
+                    let run = next.saturating_sub(e.chunk);
                     let _ = writeln!(
                         s,
-                        "{n:>8} {:>14} {:>12} {:>14} {:>10}  special: {}",
+                        "{:>8} {:>14} {:>12} {:>14} {:>10}  special: {}{}",
+                        e.chunk,
                         e.uoff,
                         e.ulen,
                         "-",
                         0,
-                        kind.name()
+                        kind.name(),
+                        if run > 1 {
+                            format!(" ({run} chunks, {} to {})", e.chunk, next - 1)
+                        } else {
+                            String::new()
+                        }
                     );
                 }
                 ChunkLoc::Stored {
@@ -118,8 +128,8 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
                     };
                     let _ = writeln!(
                         s,
-                        "{n:>8} {:>14} {:>12} {:>14} {:>10}  {kind}{src}",
-                        e.uoff, e.ulen, offset, cbytes
+                        "{:>8} {:>14} {:>12} {:>14} {:>10}  {kind}{src}",
+                        e.chunk, e.uoff, e.ulen, offset, cbytes
                     );
                 }
             }

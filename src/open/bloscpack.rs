@@ -125,6 +125,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                 .nbytes as u64
         };
         chunks.push(ChunkEntry {
+            chunk: i as u64,
             uoff,
             ulen,
             loc: ChunkLoc::Stored {

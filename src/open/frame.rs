@@ -1,10 +1,12 @@
 //! Contiguous and sparse Blosc2 frames.
 
-use crate::decode::decompress_chunk;
+use crate::decode::{decompress_chunk, fill_special};
 use crate::describe;
 use crate::ensure;
 use crate::error::{Error, Result};
-use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN, MIN_HEADER_LEN};
+use crate::format::chunk::{
+    ChunkHeader, ChunkLayout, Special, EXTENDED_HEADER_LEN, MIN_HEADER_LEN,
+};
 use crate::format::frame::{self, FrameHeader, Offset};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{read_vec, FileSource, LazyFileSource, Source};
@@ -42,7 +44,7 @@ fn read_offsets(
     at: u64,
     expect: Option<u64>,
     max_stored: u64,
-) -> Result<Vec<u8>> {
+) -> Result<Offsets> {
     let ctx = |e: Error| Error {
         reason: format!("offsets index: {}", e.reason),
         ..e
@@ -79,6 +81,17 @@ fn read_offsets(
         ),
     }
     let chunk = read_vec(src, at, h.cbytes as u64).map_err(ctx)?;
+    // A special chunk (a frame of special chunks only, as C-Blosc2 writes
+    // one filled with a special value) repeats one int64: not expanded.
+    let layout = ChunkLayout::parse(&chunk).map_err(ctx)?;
+    if let Some(kind) = layout.special {
+        let p = layout.value.len();
+        if kind != Special::Value || p == 0 || 8 % p == 0 {
+            let mut v = [0u8; 8];
+            fill_special(kind, h.typesize as usize, &layout.value, 0, &mut v);
+            return Ok(Offsets::Repeated(i64::from_le_bytes(v), n));
+        }
+    }
     let decoded = decompress_chunk(&chunk).map_err(ctx)?;
     ensure!(
         decoded.len() as u64 == n * 8,
@@ -87,14 +100,42 @@ fn read_offsets(
         decoded.len(),
         h.nbytes
     );
-    Ok(decoded)
+    Ok(Offsets::Decoded(decoded))
+}
+
+/// A frame's offsets index: its int64 entries, decoded, or one value
+/// repeated.
+enum Offsets {
+    Decoded(Vec<u8>),
+    Repeated(i64, u64),
+}
+
+impl Offsets {
+    fn len(&self) -> u64 {
+        match self {
+            Offsets::Decoded(d) => d.len() as u64 / 8,
+            Offsets::Repeated(_, n) => *n,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        let (decoded, repeated) = match self {
+            Offsets::Decoded(d) => (Some(d.chunks_exact(8)), None),
+            Offsets::Repeated(v, n) => (None, Some(std::iter::repeat_n(*v, *n as usize))),
+        };
+        let decoded = decoded
+            .into_iter()
+            .flatten()
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()));
+        decoded.chain(repeated.into_iter().flatten())
+    }
 }
 
 /// The frame's offsets (raw int64 entries), or none for an empty frame
 /// (C-Blosc2 writes no offsets chunk while nbytes is 0).
-fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64, max_stored: u64) -> Result<Vec<u8>> {
+fn frame_offsets(src: &dyn Source, h: &FrameHeader, at: u64, max_stored: u64) -> Result<Offsets> {
     if h.nbytes == 0 {
-        return Ok(Vec::new());
+        return Ok(Offsets::Decoded(Vec::new()));
     }
     read_offsets(src, at, h.fixed_nchunks(), max_stored)
 }
@@ -128,8 +169,9 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
     }
 }
 
-/// The chunk table from the offsets index (`raw`, int64 entries), built in
-/// one pass. `stored(i, n)` gives the location of the stored chunk with
+/// The chunk table from the offsets index, built in one pass; consecutive
+/// special chunks of one kind become one entry (a frame of fixed chunk size
+/// may declare 2^24 of them in a few bytes). `stored(i, n)` gives the location of the stored chunk with
 /// index entry `n` and, in a frame of variable chunk sizes, its uncompressed
 /// size (from its header). At most `max_stored` entries may name stored
 /// chunks (what the file or directory has room for), checked as they come,
@@ -142,16 +184,19 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
 /// and give a clear error otherwise.
 fn build_chunks(
     h: &FrameHeader,
-    raw: &[u8],
+    offs: &Offsets,
     max_stored: u64,
     mut stored: impl FnMut(usize, u64) -> Result<(ChunkLoc, Option<u64>)>,
 ) -> Result<Vec<ChunkEntry>> {
     let fixed = h.fixed_chunksize();
-    let mut chunks = Vec::with_capacity(raw.len() / 8);
+    // Entries: stored chunks and the runs of special ones between them.
+    let most = offs
+        .len()
+        .min(max_stored.saturating_mul(2).saturating_add(1));
+    let mut chunks = Vec::with_capacity(most as usize);
     let (mut nstored, mut special) = (0u64, None);
     let mut uoff = 0u64;
-    for (i, v) in raw.chunks_exact(8).enumerate() {
-        let v = i64::from_le_bytes(v.try_into().unwrap());
+    for (i, v) in offs.iter().enumerate() {
         let (loc, size) = match frame::decode_offset(v).map_err(|e| e.in_chunk(i as u64))? {
             Offset::At(n) => {
                 nstored += 1;
@@ -185,12 +230,28 @@ fn build_chunks(
             Some(cs) => cs.min(h.nbytes.saturating_sub(uoff)),
             None => size.unwrap_or(0),
         };
-        chunks.push(ChunkEntry {
-            uoff,
-            ulen,
-            loc,
-            checksum: None,
-        });
+        match chunks.last_mut() {
+            // The run's content is the same as the chunks' one after the
+            // other: zeros, or NaNs (4 or 8 bytes) in whole chunks of a
+            // multiple of 8 bytes.
+            Some(ChunkEntry {
+                ulen: run,
+                loc: ChunkLoc::Special { kind: k, .. },
+                ..
+            }) if fixed.is_some()
+                && matches!(&loc, ChunkLoc::Special { kind, .. } if kind == k)
+                && (!matches!(k, Special::Nan) || *run % 8 == 0) =>
+            {
+                *run += ulen
+            }
+            _ => chunks.push(ChunkEntry {
+                chunk: i as u64,
+                uoff,
+                ulen,
+                loc,
+                checksum: None,
+            }),
+        }
         uoff = uoff
             .checked_add(ulen)
             .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
@@ -298,7 +359,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
             nbytes,
         ))
     })?;
-    let mut info = info_from(&h, "blosc2-frame", chunks.len() as u64, src.len());
+    let mut info = info_from(&h, "blosc2-frame", offs.len(), src.len());
     info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
         log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
         Vec::new()
@@ -372,7 +433,7 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
     // On disk: the index file plus the chunk files, whose sizes the header's
     // cbytes sums (no need to stat thousands of files).
     let total_c = src.len().saturating_add(h.cbytes);
-    let mut info = info_from(&h, "blosc2-sframe", chunks.len() as u64, total_c);
+    let mut info = info_from(&h, "blosc2-sframe", offs.len(), total_c);
     info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
         log::warn!("sparse frame trailer unreadable ({e}); variable-length metalayers skipped");
         Vec::new()

@@ -41,6 +41,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         let n = (EXTENDED_HEADER_LEN as u64).min(s.len() - at);
         let ch = ChunkHeader::parse(&read_vec(s, at, n)?).map_err(|e| e.in_chunk(i as u64))?;
         chunks.push(ChunkEntry {
+            chunk: i as u64,
             uoff,
             ulen: ch.nbytes as u64,
             loc: ChunkLoc::Stored {
