@@ -250,7 +250,10 @@ impl Container {
         let ahead = self.env.decode_ahead;
         let end = offset.saturating_add(buf.len() as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
-        if offset != 0 && offset.abs_diff(prev) > buf.len() as u64 {
+        // Random: far from the previous read (a sequential scan's requests
+        // arrive a little out of order, and hints would only slow it; a
+        // quarter of a small file is far).
+        if offset.abs_diff(prev) > SEQ_WINDOW.min(self.len() / 4) {
             self.hint_headers();
         }
         let n = self.read_view_at(offset, buf)?;
@@ -271,7 +274,8 @@ impl Container {
         Ok(n)
     }
 
-    /// On the first random read, have the kernel read the start (header and
+    /// On the first random read (further than `SEQ_WINDOW`, or a quarter of
+    /// the file, from the previous one), have the kernel read the start (header and
     /// block starts) of every stored chunk not parsed yet, all at once and
     /// in the background: the first read of each chunk after that waits for
     /// one disk read (its block) instead of two in a row. Measured on the
