@@ -15,6 +15,11 @@ for t in $(cd fuzz && cargo fuzz list); do
     (cd fuzz && cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 -max_len=1048576 2>&1 \
         | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==ERROR|SUMMARY)|panicked" || true)
     # sparse_frame writes its files under a per-process directory.
-    rm -rf /dev/shm/bloscfs-fuzz-sframe-* "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-*
+    # Only the directories of processes that are gone: a run of another
+    # target in parallel may be using its own (removing it once made a
+    # write there fail and look like a crash).
+    for d in /dev/shm/bloscfs-fuzz-sframe-* "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*; do
+        if [ -e "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null; then rm -rf "$d"; fi
+    done
     [ -z "$(ls -A "fuzz/artifacts/$t" 2>/dev/null)" ] || { echo "FAIL: fuzz target $t found a crash: fuzz/artifacts/$t"; exit 1; }
 done

@@ -80,7 +80,12 @@ for t in "$@"; do
             | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done
     ) >"$logs/$t.log" || true
     # The sparse_frame target writes its files under a per-process temp dir.
-    rm -rf "${TMPDIR:-/dev/shm}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*
+    # Only the directories of processes that are gone: a run of another
+    # target in parallel may be using its own (removing it once made a
+    # write there fail and look like a crash).
+    for d in /dev/shm/bloscfs-fuzz-sframe-* "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*; do
+        if [ -e "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null; then rm -rf "$d"; fi
+    done
     table "$t" | tail -1
 done
 echo
