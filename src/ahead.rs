@@ -50,7 +50,7 @@ struct Job {
 }
 
 /// Housekeeping nobody waits for (mapping spare buffers).
-pub type Chore = Box<dyn FnOnce() + Send>;
+type Chore = Box<dyn FnOnce() + Send>;
 
 type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
 

@@ -250,15 +250,11 @@ impl Container {
         let ahead = self.env.decode_ahead;
         let end = offset.saturating_add(buf.len() as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
-        // Random: far from the previous read (a sequential scan's requests
-        // arrive a little out of order, and hints would only slow it; a
-        // quarter of a small file is far).
-        if offset.abs_diff(prev) > SEQ_WINDOW.min(self.len() / 4) {
-            self.hint_headers();
-        }
+        let jump = offset.abs_diff(prev);
+        self.hint_headers(jump);
         let n = self.read_view_at(offset, buf)?;
         if ahead > 0 && end < self.len() {
-            if offset.abs_diff(prev) <= buf.len() as u64 {
+            if jump <= buf.len() as u64 {
                 // Only past what earlier reads queued: with several FUSE
                 // threads a slower request must not queue blocks a faster
                 // one has consumed already.
@@ -274,18 +270,25 @@ impl Container {
         Ok(n)
     }
 
-    /// On the first random read (further than `SEQ_WINDOW`, or a quarter of
-    /// the file, from the previous one), have the kernel read the start (header and
+    /// On the first random read (`jump`: its distance from the previous
+    /// one, further than `SEQ_WINDOW` or a quarter of the file), have the
+    /// kernel read the start (header and
     /// block starts) of every stored chunk not parsed yet, all at once and
     /// in the background: the first read of each chunk after that waits for
     /// one disk read (its block) instead of two in a row. Measured on the
     /// bench's 512 MiB zstd frame: see docs/PERFORMANCE.md. Sequential
     /// readers never ask for it; at most `MAX_HINTED` chunks are hinted.
-    fn hint_headers(&self) {
+    fn hint_headers(&self, jump: u64) {
         /// Header and block starts of chunks of up to ~2,000 blocks.
         const HEAD: u64 = 8 << 10;
         const MAX_HINTED: usize = 1 << 16;
-        if self.hinted.load(Ordering::Relaxed) || self.hinted.swap(true, Ordering::Relaxed) {
+        // Random: far from the previous read (a sequential scan's requests
+        // arrive a little out of order, and hints would only slow it; a
+        // quarter of a small file is far). Once per container.
+        if self.hinted.load(Ordering::Relaxed)
+            || jump <= SEQ_WINDOW.min(self.len() / 4)
+            || self.hinted.swap(true, Ordering::Relaxed)
+        {
             return;
         }
         let want: Vec<(u32, u64, u64)> = self

@@ -85,6 +85,14 @@ fn sparse_frame_dir(data: &[u8]) -> tempfile::TempDir {
 }
 
 /// Peak resident memory of this process so far (VmHWM), in bytes.
+/// The message of an open that must fail.
+fn refusal<T>(r: bloscfs::Result<T>) -> String {
+    match r {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("opened"),
+    }
+}
+
 fn peak_rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
@@ -204,13 +212,13 @@ fn variable_frame_declaring_millions_of_special_chunks() {
     let before = peak_rss();
     let src = Arc::new(MemSource::new(data.clone()));
     let env = bloscfs::Env::new(1 << 20);
-    let e = match bloscfs::detect::open_source(src, Path::new("regress"), &env) {
-        Err(e) => e,
-        Ok(_) => panic!("opened"),
-    };
+    let e = refusal(bloscfs::detect::open_source(
+        src,
+        Path::new("regress"),
+        &env,
+    ));
     assert!(
-        e.to_string()
-            .contains("declares 12583203 chunks of variable size, but there is room for"),
+        e.contains("declares 12583203 chunks of variable size, but there is room for"),
         "{e}"
     );
     let grew = peak_rss().saturating_sub(before);
@@ -252,13 +260,9 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
     d[0x10..0x18].copy_from_slice(&len.to_be_bytes());
     std::fs::write(&index, &d).unwrap();
     let env = bloscfs::Env::new(1 << 20);
-    let e = match bloscfs::open_path_with(&dir, &env) {
-        Err(e) => e,
-        Ok(_) => panic!("opened"),
-    };
+    let e = refusal(bloscfs::open_path_with(&dir, &env));
     assert!(
-        e.to_string()
-            .contains("names more than 76 stored chunks, more than the frame has room for"),
+        e.contains("names more than 76 stored chunks, more than the frame has room for"),
         "{e}"
     );
     // The directory as written holds 5 chunks, and opens.

@@ -8,5 +8,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = frame::parse_header(data);
     let _ = frame::trailer_len(data);
     let _ = frame::parse_trailer(data);
-    let _ = frame::offsets(data);
+    if let Ok(values) = frame::offset_values(data) {
+        values.for_each(|v| {
+            let _ = frame::decode_offset(v);
+        });
+    }
 });

@@ -119,15 +119,13 @@ impl Offsets {
     }
 
     fn iter(&self) -> impl Iterator<Item = i64> + '_ {
-        let (decoded, repeated) = match self {
-            Offsets::Decoded(d) => (Some(d.chunks_exact(8)), None),
-            Offsets::Repeated(v, n) => (None, Some(std::iter::repeat_n(*v, *n as usize))),
+        let (decoded, value, repeats): (&[u8], _, _) = match self {
+            Offsets::Decoded(d) => (d, 0, 0),
+            Offsets::Repeated(v, n) => (&[], *v, *n as usize),
         };
-        let decoded = decoded
-            .into_iter()
-            .flatten()
-            .map(|b| i64::from_le_bytes(b.try_into().unwrap()));
-        decoded.chain(repeated.into_iter().flatten())
+        // `decoded` is whole int64s (checked against the index's header).
+        let decoded = frame::offset_values(decoded).into_iter().flatten();
+        decoded.chain(std::iter::repeat_n(value, repeats))
     }
 }
 
