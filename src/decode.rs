@@ -52,9 +52,19 @@ fn fill_pattern(pat: &[u8], offset: u64, out: &mut [u8]) {
         out.fill(0);
         return;
     }
-    let p = pat.len() as u64;
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = pat[((offset + i as u64) % p) as usize];
+    // One period by hand (in phase with `offset`), then doubling copies.
+    let p = pat.len();
+    let phase = (offset % p as u64) as usize;
+    let first = out.len().min(p);
+    for (i, b) in out[..first].iter_mut().enumerate() {
+        *b = pat[(phase + i) % p];
+    }
+    let mut done = first;
+    while done < out.len() {
+        // `done` is a whole number of periods here, so the copy stays in phase.
+        let n = done.min(out.len() - done);
+        out.copy_within(..n, done);
+        done += n;
     }
 }
 
@@ -359,4 +369,31 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
             .map_err(|e| e.in_block(i as u64))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill_pattern;
+
+    #[test]
+    fn fill_pattern_is_the_pattern_repeated_from_offset() {
+        let pats: [&[u8]; 4] = [
+            b"\x01",
+            b"\x01\x02\x03",
+            &[0x00, 0x00, 0xc0, 0x7f],
+            b"abcdefghijk",
+        ];
+        for pat in pats {
+            for offset in [0u64, 1, 2, 5, 11, 1 << 40] {
+                for len in [0usize, 1, 2, 3, 4, 7, 8, 12, 100, 4097] {
+                    let mut out = vec![0xeeu8; len];
+                    fill_pattern(pat, offset, &mut out);
+                    let want: Vec<u8> = (0..len as u64)
+                        .map(|i| pat[((offset + i) % pat.len() as u64) as usize])
+                        .collect();
+                    assert_eq!(out, want, "pattern {pat:?} offset {offset} len {len}");
+                }
+            }
+        }
+    }
 }

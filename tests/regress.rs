@@ -308,3 +308,78 @@ fn frame_of_millions_of_zero_chunks_is_one_entry() {
     }
     assert!(c.is_zero(12345, 1 << 30));
 }
+
+/// Found while bounding the above: C-Blosc2 writes NaN chunks of whole items,
+/// and float32 chunks of 3 items (12 bytes) did not merge into one entry (a
+/// NaN run merged only at multiples of 8 bytes): a table entry per chunk,
+/// about 80 bytes each, for a file of a few bytes. Now a run stays one entry
+/// while it is a whole number of its float's periods.
+#[test]
+fn nan_f32_chunks_of_12_bytes_are_one_entry() {
+    let env = bloscfs::Env::new(1 << 20);
+    let c = bloscfs::open_path_with(
+        &common::fixture("regress/frame-nan-f32-12-byte-chunks.b2frame"),
+        &env,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(c.len(), 12 * 20000);
+    assert_eq!(c.info().nchunks, 20000);
+    assert_eq!(c.chunks().len(), 1);
+    let nan = f32::NAN.to_le_bytes();
+    for (at, n) in [
+        (0u64, 12usize),
+        (5, 31),
+        (12 * 777 + 7, 4000),
+        (c.len() - 9, 9),
+    ] {
+        let mut buf = vec![0u8; n];
+        assert_eq!(c.read_at(at, &mut buf).unwrap(), n);
+        for (k, b) in buf.iter().enumerate() {
+            assert_eq!(*b, nan[((at + k as u64) % 4) as usize], "at {at} + {k}");
+        }
+    }
+}
+
+/// Zero and NaN chunks alternating (python-blosc2 appending the special
+/// chunks C-Blosc2 makes): every change of kind is a table entry that takes
+/// no room in the file, so an index alternating kinds over 2^24 chunks cost
+/// about 1.4 GB. The changes are now capped (`MAX_SPECIAL_CHANGES`); below
+/// the cap such a frame reads exactly, above it the open is refused at once.
+#[test]
+fn special_chunks_alternating_kinds_are_capped() {
+    let env = bloscfs::Env::new(1 << 20);
+    let c = bloscfs::open_path_with(
+        &common::fixture("regress/frame-alternating-specials-1000.b2frame"),
+        &env,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(c.len(), 1000 * 65536);
+    assert_eq!(c.chunks().len(), 1000);
+    let nan = f64::NAN.to_le_bytes();
+    let mut buf = vec![0u8; 3 * 65536];
+    let at = 65536 * 7 + 1000;
+    assert_eq!(c.read_at(at, &mut buf).unwrap(), buf.len());
+    for (k, b) in buf.iter().enumerate() {
+        let pos = at + k as u64;
+        let want = if (pos / 65536) % 2 == 0 {
+            0
+        } else {
+            nan[(pos % 8) as usize]
+        };
+        assert_eq!(*b, want, "at {pos}");
+    }
+
+    const { assert!(68000 > bloscfs::open::frame::MAX_SPECIAL_CHANGES) };
+    let before = peak_rss();
+    let e = refusal(bloscfs::open_path_with(
+        &common::fixture("regress/frame-alternating-specials-68000.b2frame"),
+        &env,
+    ));
+    assert!(
+        e.contains("special chunks change kind more than 65536 times"),
+        "{e}"
+    );
+    assert!(peak_rss().saturating_sub(before) < 64 << 20);
+}

@@ -18,6 +18,12 @@ use std::sync::Arc;
 pub const MAX_CHUNKS: u64 = 1 << 24;
 /// Metalayer values larger than this are not decoded.
 const MAX_VLMETA: u64 = 64 << 20;
+/// Most special-chunk entries that may follow another special entry (a
+/// change of special kind with no stored chunk between): each is a table
+/// entry that takes no room in the file, so their number is capped.
+/// Writers change kind only where the data does (a few times); a run of one
+/// kind is one entry however long.
+pub const MAX_SPECIAL_CHANGES: u64 = 1 << 16;
 
 /// Is `head` (a file's first bytes, 38 or more) a Blosc2 frame? Its
 /// declared uncompressed size if so. Only fixed-position fields are read,
@@ -169,7 +175,9 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
 
 /// The chunk table from the offsets index, built in one pass; consecutive
 /// special chunks of one kind become one entry (a frame of fixed chunk size
-/// may declare 2^24 of them in a few bytes). `stored(i, n)` gives the location of the stored chunk with
+/// may declare 2^24 of them in a few bytes), and the kind may change at most
+/// [`MAX_SPECIAL_CHANGES`] times between stored chunks, so the table is
+/// bounded by what the file holds plus that cap. `stored(i, n)` gives the location of the stored chunk with
 /// index entry `n` and, in a frame of variable chunk sizes, its uncompressed
 /// size (from its header). At most `max_stored` entries may name stored
 /// chunks (what the file or directory has room for), checked as they come,
@@ -192,7 +200,10 @@ fn build_chunks(
         .len()
         .min(max_stored.saturating_mul(2).saturating_add(1));
     let mut chunks = Vec::with_capacity(most as usize);
-    let (mut nstored, mut special) = (0u64, None);
+    let (mut nstored, mut special, mut changes) = (0u64, None, 0u64);
+    // NaN repeats with the period of its float (4 or 8 bytes; see
+    // `decode::fill_special`): runs merge while they stay in phase.
+    let nan_period = if h.typesize == 4 { 4 } else { 8 };
     let mut uoff = 0u64;
     for (i, v) in offs.iter().enumerate() {
         let (loc, size) = match frame::decode_offset(v).map_err(|e| e.in_chunk(i as u64))? {
@@ -238,17 +249,35 @@ fn build_chunks(
                 ..
             }) if fixed.is_some()
                 && matches!(&loc, ChunkLoc::Special { kind, .. } if kind == k)
-                && (!matches!(k, Special::Nan) || *run % 8 == 0) =>
+                && (!matches!(k, Special::Nan) || *run % nan_period == 0) =>
             {
                 *run += ulen
             }
-            _ => chunks.push(ChunkEntry {
-                chunk: i as u64,
-                uoff,
-                ulen,
-                loc,
-                checksum: None,
-            }),
+            last => {
+                if matches!(loc, ChunkLoc::Special { .. })
+                    && matches!(
+                        last,
+                        Some(ChunkEntry {
+                            loc: ChunkLoc::Special { .. },
+                            ..
+                        })
+                    )
+                {
+                    changes += 1;
+                    ensure!(
+                        changes <= MAX_SPECIAL_CHANGES,
+                        unsupported,
+                        "special chunks change kind more than {MAX_SPECIAL_CHANGES} times with no stored chunk between (each change is an index entry that takes no room in the file)"
+                    );
+                }
+                chunks.push(ChunkEntry {
+                    chunk: i as u64,
+                    uoff,
+                    ulen,
+                    loc,
+                    checksum: None,
+                })
+            }
         }
         uoff = uoff
             .checked_add(ulen)
