@@ -11,6 +11,7 @@ use crate::cache::Stats;
 use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
+use crate::io;
 use crate::names;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
@@ -720,7 +721,7 @@ impl Fs {
         let h = match what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
+            What::Plain => Handle::Plain(io::open_regular(&path).map_err(|e| errno_of(&e))?),
             What::Container(_) => match self.container(ino, &path, &md)? {
                 Some(c) => {
                     let sp = if md.is_dir() {
@@ -731,7 +732,7 @@ impl Fs {
                     Handle::Container(c, sp, Self::stamp_of(&path, &md))
                 }
                 None if md.is_dir() => return Err(libc::EISDIR),
-                None => Handle::Plain(File::open(&path).map_err(|e| errno_of(&e))?),
+                None => Handle::Plain(io::open_regular(&path).map_err(|e| errno_of(&e))?),
             },
         };
         let keep = match Self::stamp_of(&path, &md) {

@@ -570,3 +570,75 @@ fn lookup_refuses_dot_names_and_slashes() {
         );
     }
 }
+
+/// Make a fifo at `at` (replacing whatever is there) and, after 5 s, open
+/// it for writing from another thread: if anything is stuck opening it for
+/// reading, that unblocks it (so the test fails on time, not hangs).
+fn fifo_over(at: &std::path::Path) -> std::thread::JoinHandle<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = at.with_extension("fifo-tmp");
+    let c = std::ffi::CString::new(tmp.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    std::fs::rename(&tmp, at).unwrap();
+    let at = at.to_path_buf();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        // O_RDWR on a fifo never blocks; it keeps the fifo open for a while.
+        if let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&at)
+        {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            drop(f);
+        }
+    })
+}
+
+/// Opening a fifo for reading waits for a writer: a source file or a sparse
+/// frame's chunk file replaced by a fifo hung the daemon thread that opened
+/// it (every thread, after a few opens). Now anything but a regular file is
+/// refused at once (EIO), and everything else is still served.
+#[test]
+fn a_fifo_in_place_of_a_source_or_chunk_file_is_refused_at_once() {
+    let (d, fs) = tree();
+    let t0 = std::time::Instant::now();
+    // A plain file, looked up, then replaced by a fifo.
+    let plain = fs.lookup(ROOT_INO, OsStr::new("taken")).unwrap();
+    let w1 = fifo_over(&d.path().join("taken"));
+    let opened = fs.open(plain.ino, false);
+    assert!(t0.elapsed().as_secs() < 4, "open waited for a writer");
+    assert!(opened.is_err(), "a fifo was opened as a plain file");
+
+    // A chunk file of the sparse frame.
+    let t1 = std::time::Instant::now();
+    let s = fs.lookup(ROOT_INO, OsStr::new("sparse")).unwrap();
+    let w2 = fifo_over(&d.path().join("sparse.b2frame/00000000.chunk"));
+    let (fh, _) = fs.open(s.ino, false).unwrap();
+    let mut errors = 0;
+    let mut at = 0;
+    while at < s.size {
+        match fs.read(fh, at, 65536) {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e, libc::EIO);
+                errors += 1;
+            }
+        }
+        at += 65536;
+    }
+    assert!(t1.elapsed().as_secs() < 4, "a read waited for a writer");
+    assert!(errors > 0, "chunk 0 was read from a fifo");
+
+    // The rest is still served.
+    let g = fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
+    let (gh, _) = fs.open(g.ino, false).unwrap();
+    assert_eq!(
+        fs.read(gh, 0, 1 << 20).unwrap(),
+        reference_bytes("b2nd/array1-2d.b2nd")
+    );
+    w1.join().unwrap();
+    w2.join().unwrap();
+}
