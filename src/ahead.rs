@@ -1,7 +1,8 @@
 //! The pool: a few worker threads that decode blocks before a reader asks
 //! for them (`-o decode_ahead`), and one thread at idle priority
-//! (`SCHED_IDLE`) that prepares spare block buffers off the read path; and
-//! the table of blocks queued or being decoded.
+//! (`SCHED_IDLE`) that prepares spare block buffers off the read path, one
+//! at normal priority that asks the kernel to read ahead; and the table of
+//! blocks queued or being decoded.
 //!
 //! A block handed to the pool is *queued*, then *running*, then *done*. A
 //! reader that needs a queued block claims it and decodes it itself (it
@@ -17,6 +18,27 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
+
+/// A thread running chores one after the other (`idle`: at `SCHED_IDLE`).
+fn chore_thread(name: &str, idle: bool) -> Mutex<SyncSender<Chore>> {
+    let (tx, rx) = sync_channel::<Chore>(QUEUE);
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            if idle {
+                let param = libc::sched_param { sched_priority: 0 };
+                // SAFETY: pid 0 is this thread; `param` is valid.
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+            }
+            while let Ok(chore) = rx.recv() {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(chore));
+            }
+        });
+    if let Err(e) = spawned {
+        log::warn!("cannot start the {name} thread: {e}");
+    }
+    Mutex::new(tx)
+}
 
 /// Jobs waiting at most; a full queue drops further decode-ahead.
 const QUEUE: usize = 256;
@@ -58,6 +80,7 @@ pub struct Ahead {
     workers: usize,
     queue: OnceLock<Mutex<SyncSender<Job>>>,
     chores: OnceLock<Mutex<SyncSender<Chore>>>,
+    io_chores: OnceLock<Mutex<SyncSender<Chore>>>,
     table: Table,
 }
 
@@ -69,6 +92,7 @@ impl Ahead {
             workers,
             queue: OnceLock::new(),
             chores: OnceLock::new(),
+            io_chores: OnceLock::new(),
             table: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -100,23 +124,16 @@ impl Ahead {
     /// cannot always come back from `SCHED_IDLE` unprivileged, hence a
     /// thread of its own rather than switching a worker back and forth.)
     fn chores(&self) -> &Mutex<SyncSender<Chore>> {
-        self.chores.get_or_init(|| {
-            let (tx, rx) = sync_channel::<Chore>(QUEUE);
-            let spawned = std::thread::Builder::new()
-                .name("bloscfs-spares".into())
-                .spawn(move || {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    // SAFETY: pid 0 is this thread; `param` is valid.
-                    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-                    while let Ok(chore) = rx.recv() {
-                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(chore));
-                    }
-                });
-            if let Err(e) = spawned {
-                log::warn!("cannot start the spare-buffer thread: {e}");
-            }
-            Mutex::new(tx)
-        })
+        self.chores
+            .get_or_init(|| chore_thread("bloscfs-spares", true))
+    }
+
+    /// The I/O chore thread, at normal priority: what it does (asking the
+    /// kernel to read ahead) is cheap in CPU and wanted soon, so it must not
+    /// wait for an idle CPU.
+    fn io_chores(&self) -> &Mutex<SyncSender<Chore>> {
+        self.io_chores
+            .get_or_init(|| chore_thread("bloscfs-hints", false))
     }
 
     /// Is `key` queued or being decoded?
@@ -159,6 +176,12 @@ impl Ahead {
     /// chore queue is full (the task is dropped).
     pub fn spawn(&self, task: Chore) -> bool {
         self.enabled() && self.chores().lock().try_send(task).is_ok()
+    }
+
+    /// Run `task` on the I/O chore thread (normal priority); false if the
+    /// pool is off or its queue is full (the task is dropped).
+    pub fn spawn_io(&self, task: Chore) -> bool {
+        self.enabled() && self.io_chores().lock().try_send(task).is_ok()
     }
 
     /// Claim a queued block or wait for a running one.
@@ -307,5 +330,23 @@ mod tests {
             assert_eq!(policy, libc::SCHED_IDLE);
         }
         assert!(!Ahead::new(0).spawn(Box::new(|| {})));
+    }
+
+    /// I/O chores (read-ahead hints) run at normal priority: at idle
+    /// priority a hint waits for as long as anything else keeps the CPUs
+    /// busy (beside two niced fuzzers, the first 8 of 16 cold reads still
+    /// read their chunk headers from disk, ~100 us each), and the reads it
+    /// was for go cold.
+    #[test]
+    fn io_chores_run_at_normal_priority() {
+        let a = Ahead::new(1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+        assert!(a.spawn_io(Box::new(move || tx
+            .send(unsafe { libc::sched_getscheduler(0) })
+            .unwrap())));
+        let policy = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        assert_eq!(policy, libc::SCHED_OTHER);
+        assert!(!Ahead::new(0).spawn_io(Box::new(|| {})));
     }
 }

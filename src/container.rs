@@ -310,8 +310,9 @@ impl Container {
             return;
         }
         let sources = self.index.sources.clone();
-        // On the pool's chore thread: thousands of hints take milliseconds.
-        self.env.ahead.spawn(Box::new(move || {
+        // On the pool's I/O chore thread: thousands of hints take
+        // milliseconds. Not at idle priority: the reads it is for come soon.
+        self.env.ahead.spawn_io(Box::new(move || {
             for (src, offset, len) in want {
                 sources[src as usize].will_need(offset, len);
             }
