@@ -93,6 +93,13 @@ fn refusal<T>(r: bloscfs::Result<T>) -> String {
     }
 }
 
+/// Open a reference-made file of tests/fixtures/regress/ (one container).
+fn open_regress(name: &str) -> bloscfs::Result<bloscfs::Container> {
+    let env = bloscfs::Env::new(1 << 20);
+    bloscfs::open_path_with(&common::fixture(&format!("regress/{name}")), &env)
+        .map(|c| c.expect("a container"))
+}
+
 fn peak_rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
     let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
@@ -285,13 +292,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
 #[test]
 fn frame_of_millions_of_zero_chunks_is_one_entry() {
     let before = peak_rss();
-    let env = bloscfs::Env::new(1 << 20);
-    let c = bloscfs::open_path_with(
-        &common::fixture("regress/frame-zeros-16m-chunks.b2frame"),
-        &env,
-    )
-    .unwrap()
-    .unwrap();
+    let c = open_regress("frame-zeros-16m-chunks.b2frame").unwrap();
     let grew = peak_rss().saturating_sub(before);
     assert_eq!(c.len(), ((1u64 << 24) - 1) * 65536);
     assert_eq!(c.info().nchunks, (1 << 24) - 1);
@@ -316,13 +317,7 @@ fn frame_of_millions_of_zero_chunks_is_one_entry() {
 /// while it is a whole number of its float's periods.
 #[test]
 fn nan_f32_chunks_of_12_bytes_are_one_entry() {
-    let env = bloscfs::Env::new(1 << 20);
-    let c = bloscfs::open_path_with(
-        &common::fixture("regress/frame-nan-f32-12-byte-chunks.b2frame"),
-        &env,
-    )
-    .unwrap()
-    .unwrap();
+    let c = open_regress("frame-nan-f32-12-byte-chunks.b2frame").unwrap();
     assert_eq!(c.len(), 12 * 20000);
     assert_eq!(c.info().nchunks, 20000);
     assert_eq!(c.chunks().len(), 1);
@@ -348,13 +343,7 @@ fn nan_f32_chunks_of_12_bytes_are_one_entry() {
 /// the cap such a frame reads exactly, above it the open is refused at once.
 #[test]
 fn special_chunks_alternating_kinds_are_capped() {
-    let env = bloscfs::Env::new(1 << 20);
-    let c = bloscfs::open_path_with(
-        &common::fixture("regress/frame-alternating-specials-1000.b2frame"),
-        &env,
-    )
-    .unwrap()
-    .unwrap();
+    let c = open_regress("frame-alternating-specials-1000.b2frame").unwrap();
     assert_eq!(c.len(), 1000 * 65536);
     assert_eq!(c.chunks().len(), 1000);
     let nan = f64::NAN.to_le_bytes();
@@ -373,10 +362,7 @@ fn special_chunks_alternating_kinds_are_capped() {
 
     const { assert!(68000 > bloscfs::open::frame::MAX_SPECIAL_CHANGES) };
     let before = peak_rss();
-    let e = refusal(bloscfs::open_path_with(
-        &common::fixture("regress/frame-alternating-specials-68000.b2frame"),
-        &env,
-    ));
+    let e = refusal(open_regress("frame-alternating-specials-68000.b2frame"));
     assert!(
         e.contains("special chunks change kind more than 65536 times"),
         "{e}"
