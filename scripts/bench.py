@@ -224,17 +224,17 @@ def main():
     files = {name: make_series(src, size, c, f, f"{name}-{size >> 20}M") for name, c, f in variants}
     blosc2.set_nthreads(2)
 
+    def decompress_all(s):
+        """The reference reading a super-chunk whole, in-process."""
+        for i in range(s.nchunks):
+            s.decompress_chunk(i)
+
     # 1. decode-only throughput
     dec_rate = {}
     for name, p in files.items():
         s = blosc2.open(p)
         nbytes = s.nbytes
-
-        def ref():
-            for i in range(s.nchunks):
-                s.decompress_chunk(i)
-
-        t_ref = median_time(ref, a.runs)
+        t_ref = median_time(lambda: decompress_all(s), a.runs)
         t_us = median_time(lambda: subprocess.run([BIN, "cat", p], stdout=subprocess.DEVNULL, check=True), a.runs)
         dec_rate[name] = nbytes / t_us
         row("decode", f"{name}: bloscfs cat {nbytes / t_us / 1e9:.2f} GB/s vs python-blosc2 {nbytes / t_ref / 1e9:.2f} GB/s",
@@ -254,7 +254,7 @@ def main():
     for name in ["zstd-shuffle", "lz4-shuffle"]:
         p = files[name]
         s = blosc2.open(p)
-        t_ref = median_time(lambda: [s.decompress_chunk(i) for i in range(s.nchunks)], a.runs)
+        t_ref = median_time(lambda: decompress_all(s), a.runs)
         t_by = {}
         for opts in ["", "decode_ahead=4M"]:
             ts = []
@@ -305,10 +305,11 @@ def main():
         m.close()
         return sorted(lat), sorted(hits), int(stats.get("source_direct_reads", 0))
 
-    def theirs_round():
+    def theirs_round(at=offs):
+        """get_slice of 4 KiB at each offset of `at`, cold; sorted latencies."""
         drop_caches()
         s = blosc2.open(p0)
-        return sorted(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), offs))
+        return sorted(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), at))
 
     # This VM's disk is a file on the host, which caches it: a block read a
     # second time comes back ~70 us sooner (measured: O_DIRECT 172 KB reads
@@ -664,14 +665,12 @@ def main():
         # on the same frame, cold, the same reads. It says what the targets
         # ask on this machine.
         def ref_random():
-            drop_caches()
-            s = blosc2.open(p0)
-            return statistics.median(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), cold_offs))
+            return statistics.median(theirs_round(cold_offs))
 
         def ref_seq():
             drop_caches()
             s = blosc2.open(p0)
-            return median_time(lambda: [s.decompress_chunk(i) for i in range(s.nchunks)], 1)
+            return median_time(lambda: decompress_all(s), 1)
 
         ref_random()  # the host's cache of the VM's disk (see section 3)
         rr = 3 if not a.quick else 1

@@ -306,17 +306,23 @@ mod tests {
         assert!(!off.submit((3, 0, 0), Box::new(|| block(1))));
     }
 
+    /// The scheduling policy of the thread `spawn` runs a chore on; with
+    /// no pool, `spawn` must refuse the chore.
+    fn chore_policy(spawn: fn(&Ahead, Chore) -> bool) -> i32 {
+        let (tx, rx) = std::sync::mpsc::channel();
+        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
+        let chore: Chore =
+            Box::new(move || tx.send(unsafe { libc::sched_getscheduler(0) }).unwrap());
+        assert!(spawn(&Ahead::new(1), chore));
+        assert!(!spawn(&Ahead::new(0), Box::new(|| {})));
+        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap()
+    }
+
     /// Chores run on their own thread at idle priority; with no pool they
     /// are refused.
     #[test]
     fn chores_run_at_idle_priority() {
-        let a = Ahead::new(1);
-        let (tx, rx) = std::sync::mpsc::channel();
-        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
-        assert!(a.spawn(Box::new(move || tx
-            .send(unsafe { libc::sched_getscheduler(0) })
-            .unwrap())));
-        let policy = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+        let policy = chore_policy(Ahead::spawn);
         // Where a sandbox forbids the call, no thread can be idle: check that
         // one can before asking it of the chore thread.
         let can = std::thread::spawn(|| {
@@ -329,7 +335,6 @@ mod tests {
         if can {
             assert_eq!(policy, libc::SCHED_IDLE);
         }
-        assert!(!Ahead::new(0).spawn(Box::new(|| {})));
     }
 
     /// I/O chores (read-ahead hints) run at normal priority: at idle
@@ -339,14 +344,6 @@ mod tests {
     /// was for go cold.
     #[test]
     fn io_chores_run_at_normal_priority() {
-        let a = Ahead::new(1);
-        let (tx, rx) = std::sync::mpsc::channel();
-        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
-        assert!(a.spawn_io(Box::new(move || tx
-            .send(unsafe { libc::sched_getscheduler(0) })
-            .unwrap())));
-        let policy = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-        assert_eq!(policy, libc::SCHED_OTHER);
-        assert!(!Ahead::new(0).spawn_io(Box::new(|| {})));
+        assert_eq!(chore_policy(Ahead::spawn_io), libc::SCHED_OTHER);
     }
 }

@@ -35,15 +35,20 @@ pub(crate) fn scratch(x: &mut BlockBuf, n: usize) {
 pub fn fill_special(kind: Special, typesize: usize, value: &[u8], offset: u64, out: &mut [u8]) {
     match kind {
         Special::Zeros | Special::Uninit => out.fill(0),
-        Special::Nan => {
-            let pat: Vec<u8> = if typesize == 4 {
-                f32::NAN.to_le_bytes().to_vec()
-            } else {
-                f64::NAN.to_le_bytes().to_vec()
-            };
-            fill_pattern(&pat, offset, out)
-        }
+        Special::Nan => fill_pattern(nan_pattern(typesize), offset, out),
         Special::Value => fill_pattern(value, offset, out),
+    }
+}
+
+/// The bytes a NaN chunk repeats: a float32 NaN for typesize 4, else a
+/// float64 NaN (as C-Blosc2 writes them).
+pub fn nan_pattern(typesize: usize) -> &'static [u8] {
+    const F32: [u8; 4] = f32::NAN.to_le_bytes();
+    const F64: [u8; 8] = f64::NAN.to_le_bytes();
+    if typesize == 4 {
+        &F32
+    } else {
+        &F64
     }
 }
 

@@ -1,6 +1,6 @@
 //! Contiguous and sparse Blosc2 frames.
 
-use crate::decode::{decompress_chunk, fill_special};
+use crate::decode::{decompress_chunk, fill_special, nan_pattern};
 use crate::describe;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -201,9 +201,8 @@ fn build_chunks(
         .min(max_stored.saturating_mul(2).saturating_add(1));
     let mut chunks = Vec::with_capacity(most as usize);
     let (mut nstored, mut special, mut changes) = (0u64, None, 0u64);
-    // NaN repeats with the period of its float (4 or 8 bytes; see
-    // `decode::fill_special`): runs merge while they stay in phase.
-    let nan_period = if h.typesize == 4 { 4 } else { 8 };
+    // A NaN run merges while it stays in phase with its pattern.
+    let nan_period = nan_pattern(h.typesize as usize).len() as u64;
     let mut uoff = 0u64;
     for (i, v) in offs.iter().enumerate() {
         let (loc, size) = match frame::decode_offset(v).map_err(|e| e.in_chunk(i as u64))? {
