@@ -15,6 +15,8 @@
 # believing a timeout: run the target binary on the artifact alone).
 # FUZZ_BUILD (default "-O") are cargo fuzz's build flags: "-O -a" adds debug
 # assertions and overflow checks, so an integer overflow is a crash.
+# FUZZ_FORK=N runs libFuzzer's fork mode with N worker processes (one per
+# core): a crash, timeout or OOM is saved and counted, and fuzzing goes on.
 # Not for CI (CI runs scripts/fuzz.sh 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,13 +32,16 @@ table() {
         [ -f "$f" ] || continue
         awk -v t="$t" '
             # "SECS #N NEW cov: C ft: F corp: K/..." (SECS added by this script)
-            $2 ~ /^#[0-9]+$/ {
+            # In fork mode: "SECS #N: cov: C ft: F corp: K exec/s: E
+            # oom/timeout/crash: O/T/C time: ..." (no INITED line).
+            $2 ~ /^#[0-9]+:?$/ {
                 for (i = 3; i <= NF; i++) {
                     if ($i == "cov:") c = $(i + 1) + 0
                     if ($i == "ft:") ft = $(i + 1) + 0
                     if ($i == "corp:") { split($(i + 1), a, "/"); corp = a[1] }
+                    if ($i == "oom/timeout/crash:") { split($(i + 1), a, "/"); if (a[1] + a[2] + a[3] > 0) bad = 1 }
                 }
-                if ($3 == "INITED") { t0 = $1; lastcov = $1 }
+                if ($3 == "INITED" || ($2 ~ /:$/ && !forked)) { t0 = $1; lastcov = $1; forked = ($2 ~ /:$/) }
                 if (c > cov) { cov = c; lastcov = $1 }
             }
             /stat::number_of_executed_units:/ { execs = $NF }
@@ -64,6 +69,8 @@ shift
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
 export RUSTC_BOOTSTRAP=1
 build=${FUZZ_BUILD:--O}
+fork=()
+[ -z "${FUZZ_FORK:-}" ] || fork=(-fork="$FUZZ_FORK" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
 # shellcheck disable=SC2086 # word splitting of the flags is wanted
 (cd fuzz && cargo fuzz build $build >/dev/null)
 [ $# -gt 0 ] || set -- $(cd fuzz && cargo fuzz list)
@@ -76,7 +83,7 @@ for t in "$@"; do
         # shellcheck disable=SC2086
         cargo fuzz run $build "$t" "corpus/$t" -- \
             -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-            -max_len=1048576 -print_final_stats=1 2>&1 \
+            -max_len=1048576 -print_final_stats=1 "${fork[@]}" 2>&1 \
             | while IFS= read -r l; do printf '%d %s\n' "$SECONDS" "$l"; done
     ) >"$logs/$t.log" || true
     # The sparse_frame target writes its files under a per-process temp dir.
