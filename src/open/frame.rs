@@ -10,7 +10,7 @@ use crate::format::chunk::{
 use crate::format::frame::{self, FrameHeader, Offset};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{read_vec, FileSource, LazyFileSource, Source};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// More chunks than this in one frame is refused: the chunk table costs
@@ -416,6 +416,17 @@ fn sframe_room(dir: &Path) -> u64 {
     entries.saturating_mul(2).saturating_add(64)
 }
 
+/// The file of stored chunk number `n` of the sparse frame in `dir`: eight
+/// hex digits and `.chunk`, in `dir` itself, whatever the index says.
+fn chunk_file(dir: &Path, n: u64) -> Result<PathBuf> {
+    ensure!(
+        n <= u32::MAX as u64,
+        corrupt,
+        "chunk number {n} is out of range"
+    );
+    Ok(dir.join(format!("{n:08X}.chunk")))
+}
+
 /// Open a sparse frame directory. Chunk files are named from the index
 /// numbers (`%08X.chunk`) inside `dir` only, and opened on first read.
 pub fn open_sframe(dir: &Path) -> Result<Index> {
@@ -434,13 +445,7 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
     let chunks = build_chunks(&h, &offs, max_stored, |_, n| {
-        ensure!(
-            n <= u32::MAX as u64,
-            corrupt,
-            "chunk number {n} is out of range"
-        );
-        let path = dir.join(format!("{n:08X}.chunk"));
-        let s: Arc<dyn Source> = Arc::new(LazyFileSource::new(path));
+        let s: Arc<dyn Source> = Arc::new(LazyFileSource::new(chunk_file(dir, n)?));
         let nbytes = if fixed {
             None
         } else {
@@ -471,4 +476,38 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
     };
     index.validate()?;
     Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_file;
+    use std::path::Path;
+
+    /// Whatever number a sparse frame's index gives, the chunk file it
+    /// names is `XXXXXXXX.chunk` directly inside the frame's directory;
+    /// numbers past eight hex digits are refused.
+    #[test]
+    fn chunk_files_are_named_inside_the_frame_directory() {
+        let dir = Path::new("/data/frame.b2frame");
+        let mut ns: Vec<u64> = (0..64).map(|b| 1u64 << b).collect();
+        ns.extend([0, 1, 9, 10, 0xdead_beef, u32::MAX as u64]);
+        ns.extend([u32::MAX as u64 + 1, u64::MAX, i64::MAX as u64]);
+        for n in ns {
+            match chunk_file(dir, n) {
+                Ok(p) => {
+                    assert!(n <= u32::MAX as u64, "{n} accepted");
+                    assert_eq!(p.parent(), Some(dir), "{n}: {p:?}");
+                    let name = p.file_name().unwrap().to_str().unwrap();
+                    let (hex, ext) = name.split_at(8);
+                    assert_eq!(ext, ".chunk", "{n}: {name}");
+                    assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{n}: {name}");
+                    assert_eq!(u64::from_str_radix(hex, 16).unwrap(), n);
+                }
+                Err(e) => {
+                    assert!(n > u32::MAX as u64, "{n} refused: {e}");
+                    assert!(e.to_string().contains("out of range"), "{e}");
+                }
+            }
+        }
+    }
 }
