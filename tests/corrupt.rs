@@ -58,13 +58,55 @@ fn check(path: &std::path::Path, what: &str) {
     }
 }
 
-/// Offsets worth cutting or flipping at: every byte of the first 160, then
-/// a spread over the rest, plus the last 64.
-fn interesting(len: usize) -> Vec<usize> {
+/// Where the intact file's structures begin and end, as its own index and
+/// chunk layouts say: each stored chunk's start, header end, prefix end
+/// (block starts and dictionary), every block's streams, the chunk's end;
+/// for a frame, its header's end and its trailer's start.
+fn boundaries(path: &std::path::Path, bytes: &[u8]) -> Vec<usize> {
+    use bloscfs::format::frame;
+    use bloscfs::index::ChunkLoc;
+    let c = bloscfs::open_path(path).unwrap().expect("a container");
+    let mut v = Vec::new();
+    for (ci, e) in c.chunks().iter().enumerate() {
+        let ChunkLoc::Stored {
+            src: 0,
+            offset,
+            cbytes,
+        } = e.loc
+        else {
+            continue;
+        };
+        let at = offset as usize;
+        v.extend([at, at + 16, at + 32, at + cbytes as usize]);
+        let l = c.layout(ci).unwrap();
+        v.push(at + l.prefix_len);
+        for x in &l.extents {
+            v.extend([at + x.start as usize, at + x.end as usize]);
+        }
+    }
+    if frame::is_frame(bytes) {
+        let (header_len, _) = frame::prefix(bytes).unwrap();
+        let trailer = frame::trailer_len(bytes).unwrap() as usize;
+        v.extend([header_len as usize, bytes.len().saturating_sub(trailer)]);
+    }
+    v
+}
+
+/// Offsets worth cutting or flipping at: every byte of the first 160, each
+/// structural boundary and the bytes on either side of it, a spread over
+/// the rest, and the last 64.
+fn interesting(path: &std::path::Path, bytes: &[u8]) -> Vec<usize> {
+    let len = bytes.len();
     let mut v: Vec<usize> = (0..len.min(160)).collect();
     let step = (len / 200).max(1);
     v.extend((160..len).step_by(step));
     v.extend(len.saturating_sub(64)..len);
+    let bs = boundaries(path, bytes);
+    assert!(bs.len() >= 4, "{path:?}: its structure was not found");
+    for b in bs {
+        v.extend([b.saturating_sub(1), b, b + 1]);
+    }
+    v.retain(|&at| at < len);
     v.sort_unstable();
     v.dedup();
     v
@@ -76,7 +118,7 @@ fn truncations_never_panic_or_hang() {
     for name in FILES {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let p = dir.path().join("damaged");
-        for cut in interesting(bytes.len()) {
+        for cut in interesting(&fixture(name), &bytes) {
             std::fs::write(&p, &bytes[..cut]).unwrap();
             check(&p, &format!("{name} truncated at {cut}"));
         }
@@ -89,7 +131,7 @@ fn bit_flips_never_panic_or_hang() {
     for name in FILES {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let p = dir.path().join("damaged");
-        for at in interesting(bytes.len()) {
+        for at in interesting(&fixture(name), &bytes) {
             for mask in [0x01u8, 0x80, 0xff] {
                 let mut b = bytes.clone();
                 b[at] ^= mask;
