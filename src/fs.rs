@@ -184,7 +184,14 @@ impl Recent {
 enum Handle {
     /// An opened container, the file whose identity it was opened at, and that identity.
     Container(Arc<Container>, PathBuf, Option<Stamp>),
-    Plain(File),
+    /// A file served as its raw bytes: its path and identity at open, and
+    /// whether it is served so because it failed to open as a container.
+    Plain {
+        file: File,
+        path: PathBuf,
+        stamp: Option<Stamp>,
+        fallback: bool,
+    },
 }
 
 pub struct Fs {
@@ -233,6 +240,17 @@ pub static ZEROS: std::sync::LazyLock<crate::cache::BlockBuf> = std::sync::LazyL
 });
 
 /// Make `buf` `n` bytes long, zeroing only bytes it never held.
+/// `len` rounded up to a whole number of memory pages.
+fn round_to_page(len: u64) -> u64 {
+    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    // SAFETY: sysconf only reads a configuration value.
+    let page = *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    });
+    len.div_ceil(page).saturating_mul(page)
+}
+
 fn set_len(buf: &mut Vec<u8>, n: usize) {
     if buf.len() >= n {
         buf.truncate(n);
@@ -718,10 +736,18 @@ impl Fs {
             return Err(libc::EROFS);
         }
         let (path, what, md) = self.what_of(ino)?;
+        let plain = |fallback| -> Result<Handle, i32> {
+            Ok(Handle::Plain {
+                file: io::open_regular(&path).map_err(|e| errno_of(&e))?,
+                path: path.clone(),
+                stamp: Self::stamp_of(&path, &md),
+                fallback,
+            })
+        };
         let h = match what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => Handle::Plain(io::open_regular(&path).map_err(|e| errno_of(&e))?),
+            What::Plain => plain(false)?,
             What::Container(_) => match self.container(ino, &path, &md)? {
                 Some(c) => {
                     let sp = if md.is_dir() {
@@ -732,7 +758,7 @@ impl Fs {
                     Handle::Container(c, sp, Self::stamp_of(&path, &md))
                 }
                 None if md.is_dir() => return Err(libc::EISDIR),
-                None => Handle::Plain(io::open_regular(&path).map_err(|e| errno_of(&e))?),
+                None => plain(true)?,
             },
         };
         let keep = match Self::stamp_of(&path, &md) {
@@ -742,6 +768,24 @@ impl Fs {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.handles.write().insert(fh, Arc::new(h));
         Ok((fh, keep))
+    }
+
+    /// May a handle that serves `path` as raw bytes go on doing so? Yes
+    /// while the source is unchanged since it was opened. Once it changed, a
+    /// handle opened as the fallback of a container that failed to open
+    /// fails (the source may open as a container now), and so does one whose
+    /// plain file now looks like a container: the two views of one inode
+    /// must never meet in the kernel's page cache, where one read could
+    /// return pages of both. A plain file that stays plain is served as it
+    /// is now (a growing log can be followed).
+    fn raw_view_holds(&self, path: &Path, stamp: Option<Stamp>, fallback: bool) -> bool {
+        let Ok(md) = std::fs::metadata(path) else {
+            return !fallback;
+        };
+        if Some(Stamp::of(&md)) == stamp {
+            return true;
+        }
+        !fallback && self.probe(path, &md).is_none()
     }
 
     pub fn release(&self, fh: u64) {
@@ -762,9 +806,55 @@ impl Fs {
         size: u32,
         buf: &mut Vec<u8>,
     ) -> Result<Filled, i32> {
+        self.read_request(fh, offset, size, false, buf)
+    }
+
+    /// A read as the kernel sends it. `paged`: for its page cache (not
+    /// `O_DIRECT`). The kernel asks for pages only below the size it holds
+    /// for the file, and takes a short answer for the end of the file: it
+    /// fills the rest of the pages asked for with zeros and keeps them as
+    /// the file's content. So a paged request that reaches a page past the
+    /// end of the version this handle serves (the kernel's size is another
+    /// version's: the source changed and the kernel has not seen it yet), or
+    /// that the source shrank under while it was read, fails with `EIO`
+    /// instead of being answered short.
+    pub fn read_request(
+        &self,
+        fh: u64,
+        offset: u64,
+        size: u32,
+        paged: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<Filled, i32> {
         let h = self.handle(fh)?;
+        let stale = |path: &Path, len: u64| {
+            let msg = format!(
+                "{}: changed while open (its size is now {len}, not what the kernel holds); reads fail until it is reopened",
+                path.display()
+            );
+            self.warn_once(&msg, &msg);
+            Err(libc::EIO)
+        };
+        let past_end = |len: u64| paged && offset.saturating_add(size as u64) > round_to_page(len);
         match &*h {
-            Handle::Plain(f) => {
+            Handle::Plain {
+                file: f,
+                path,
+                stamp,
+                fallback,
+            } => {
+                if !self.raw_view_holds(path, *stamp, *fallback) {
+                    let msg = format!(
+                        "{}: changed while open and may now be presented as a container; reads fail until it is reopened",
+                        path.display()
+                    );
+                    self.warn_once(&msg, &msg);
+                    return Err(libc::EIO);
+                }
+                let len = f.metadata().map_err(|e| errno_of(&e))?.len();
+                if past_end(len) {
+                    return stale(path, len);
+                }
                 set_len(buf, size as usize);
                 let mut done = 0;
                 while done < buf.len() {
@@ -774,6 +864,10 @@ impl Fs {
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(e) => return Err(errno_of(&e)),
                     }
+                }
+                if paged && (done as u64) < (size as u64).min(len.saturating_sub(offset)) {
+                    // Cut while it was read.
+                    return stale(path, offset + done as u64);
                 }
                 buf.truncate(done);
                 Ok(Filled::Buf)
@@ -793,6 +887,9 @@ impl Fs {
                     }
                 }
                 let len = c.len();
+                if past_end(len) {
+                    return stale(sp, len);
+                }
                 if offset >= len {
                     buf.clear();
                     return Ok(Filled::Buf);
@@ -838,7 +935,7 @@ impl Fs {
         let h = self.handle(fh)?;
         let c = match &*h {
             Handle::Container(c, _, _) => c,
-            Handle::Plain(f) => {
+            Handle::Plain { file: f, .. } => {
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {
                     Err(std::io::Error::last_os_error()

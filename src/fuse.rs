@@ -182,7 +182,7 @@ impl Filesystem for BloscFuse {
         fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
@@ -195,7 +195,8 @@ impl Filesystem for BloscFuse {
         crate::after::within(|| {
             READBUF.with(|b| {
                 let mut b = b.borrow_mut();
-                match self.fs.read_into(fh.0, offset, size, &mut b) {
+                let paged = flags.0 & libc::O_DIRECT == 0;
+                match self.fs.read_request(fh.0, offset, size, paged, &mut b) {
                     Ok(Filled::Buf) => reply.data(&b),
                     Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
                     Err(e) => reply.error(err(e)),

@@ -642,3 +642,94 @@ fn a_fifo_in_place_of_a_source_or_chunk_file_is_refused_at_once() {
     w1.join().unwrap();
     w2.join().unwrap();
 }
+
+/// A source that failed to open as a container is served as raw bytes; once
+/// it changes (here: repaired, so it opens as a container again) that raw
+/// handle fails with EIO instead of serving raw bytes of an inode that now
+/// presents the container: the kernel's page cache of one inode must never
+/// hold both views. A plain file that stays plain is served as it is now.
+#[test]
+fn a_raw_handle_fails_once_its_source_may_be_a_container() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    let good = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
+    std::fs::write(s.join("cut.b2frame"), &good[..good.len() / 2]).unwrap();
+    std::fs::write(s.join("log.txt"), b"one\n").unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    let cut = fs.lookup(ROOT_INO, OsStr::new("cut")).unwrap();
+    let (raw, _) = fs.open(cut.ino, false).unwrap();
+    assert_eq!(fs.read(raw, 0, 64).unwrap(), good[..64]);
+    let log = fs.lookup(ROOT_INO, OsStr::new("log.txt")).unwrap();
+    let (lh, _) = fs.open(log.ino, false).unwrap();
+    assert_eq!(fs.read(lh, 0, 64).unwrap(), b"one\n");
+    // Repaired in place (same inode): a container again.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(s.join("cut.b2frame"), &good).unwrap();
+    assert_eq!(fs.read(raw, 0, 64).unwrap_err(), libc::EIO);
+    let (fh, keep) = fs.open(cut.ino, false).unwrap();
+    assert!(!keep);
+    assert_eq!(
+        fs.read(fh, 0, 1 << 20).unwrap(),
+        reference_bytes("frame/blocks-lz4.b2frame")[..1 << 20]
+    );
+    // The plain file grows: still served, as it is now.
+    std::fs::write(s.join("log.txt"), b"one\ntwo\n").unwrap();
+    assert_eq!(fs.read(lh, 0, 64).unwrap(), b"one\ntwo\n");
+}
+
+/// The kernel asks its page cache's reads only below the size it holds for
+/// the file. A paged read that reaches a page past the end of the version a
+/// handle serves means the kernel holds another version's size: answering
+/// short would have it keep zero-filled pages as content, so it fails with
+/// EIO. The last, partial page of the file and direct reads are answered
+/// short as usual.
+#[test]
+fn a_paged_read_past_the_version_a_handle_serves_fails() {
+    let (d, fs) = tree();
+    let want = reference_bytes("frame/blocks-lz4.b2frame");
+    let len = want.len() as u64;
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    let mut buf = Vec::new();
+    let page = len / 4096 * 4096;
+    let last = (len - page) as usize;
+    assert!(last > 0, "the fixture ends inside a page");
+    // The last page: answered short (the file ends there).
+    assert!(matches!(
+        fs.read_request(fh, page, 4096, true, &mut buf),
+        Ok(Filled::Buf)
+    ));
+    assert_eq!(buf, want[page as usize..]);
+    // Reaching the page after it: the kernel's size is not this version's.
+    assert_eq!(
+        fs.read_request(fh, page, 8192, true, &mut buf).err(),
+        Some(libc::EIO)
+    );
+    assert_eq!(
+        fs.read_request(fh, page + 4096, 4096, true, &mut buf).err(),
+        Some(libc::EIO)
+    );
+    // A direct read past the end is short, as for any file.
+    assert!(fs.read_request(fh, page, 8192, false, &mut buf).is_ok());
+    assert_eq!(buf.len(), last);
+    // A plain file cut while open: the pages it no longer has fail.
+    let p = d.path().join("sub/readme.txt");
+    let r = fs.lookup(ROOT_INO, OsStr::new("sub")).unwrap();
+    let r = fs.lookup(r.ino, OsStr::new("readme.txt")).unwrap();
+    std::fs::write(&p, vec![7u8; 10_000]).unwrap();
+    let (ph, _) = fs.open(r.ino, false).unwrap();
+    assert!(fs.read_request(ph, 0, 12_288, true, &mut buf).is_ok());
+    assert_eq!(buf.len(), 10_000);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(3000)
+        .unwrap();
+    assert_eq!(
+        fs.read_request(ph, 0, 12_288, true, &mut buf).err(),
+        Some(libc::EIO)
+    );
+    assert!(fs.read_request(ph, 0, 4096, true, &mut buf).is_ok());
+    assert_eq!(buf, vec![7u8; 3000]);
+}
