@@ -17,6 +17,9 @@
 # assertions and overflow checks, so an integer overflow is a crash.
 # FUZZ_FORK=N runs libFuzzer's fork mode with N worker processes (one per
 # core): a crash, timeout or OOM is saved and counted, and fuzzing goes on.
+# Each target starts from its committed corpus (fuzz/corpora/TARGET.tar.xz,
+# see scripts/fuzz_corpus.sh) plus the seeds, and its corpus is packed there
+# again at the end: commit it to go on from there next time.
 # Not for CI (CI runs scripts/fuzz.sh 20).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +78,7 @@ fork=()
 (cd fuzz && cargo fuzz build $build >/dev/null)
 [ $# -gt 0 ] || set -- $(cd fuzz && cargo fuzz list)
 for t in "$@"; do
+    scripts/fuzz_corpus.sh restore "$t"
     scripts/fuzz_seed.sh "$t"
     echo "-- fuzz $t (${secs}s, $build) -> $logs/$t.log"
     (
@@ -93,6 +97,7 @@ for t in "$@"; do
     for d in /dev/shm/bloscfs-fuzz-sframe-* "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*; do
         if [ -e "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null; then rm -rf "$d"; fi
     done
+    scripts/fuzz_corpus.sh save "$t"
     table "$t" | tail -1
 done
 echo
