@@ -146,6 +146,10 @@ pub struct FileSource {
     file: File,
     len: u64,
     path: PathBuf,
+    /// Size, modification and change times when opened: checked after every
+    /// read, so bytes read while the file was rewritten in place are never
+    /// used (a container's offsets over another version's bytes).
+    version: Version,
     /// The same file opened with `O_DIRECT`, on first need (`None`: the
     /// file system refuses it).
     direct: OnceLock<Option<File>>,
@@ -157,20 +161,56 @@ pub struct FileSource {
 /// logical block size in common use; smaller ones divide it).
 const DIO_ALIGN: u64 = 4096;
 
+/// What identifies one version of a file's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Version {
+    fn of(md: &std::fs::Metadata) -> Version {
+        use std::os::unix::fs::MetadataExt;
+        Version {
+            size: md.len(),
+            mtime: (md.mtime(), md.mtime_nsec()),
+            ctime: (md.ctime(), md.ctime_nsec()),
+        }
+    }
+}
+
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self> {
         let file = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::from(e).in_file(path))?
-            .len();
+        let md = file.metadata().map_err(|e| Error::from(e).in_file(path))?;
         Ok(FileSource {
             file,
-            len,
+            len: md.len(),
+            version: Version::of(&md),
             path: path.to_path_buf(),
             direct: OnceLock::new(),
             direct_ok: AtomicBool::new(true),
         })
+    }
+
+    /// Fails if the file is no longer the version it was when opened (its
+    /// size or times changed): called after each read, so what was read
+    /// is known to be that version's bytes.
+    fn still_the_same(&self) -> Result<()> {
+        let md = self
+            .file
+            .metadata()
+            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        if Version::of(&md) == self.version {
+            return Ok(());
+        }
+        let mut e = Error::new(
+            crate::error::ErrorKind::Io,
+            "changed since it was opened (rewritten or truncated in place): reopen it to read the new content",
+        );
+        e.errno = Some(libc::EIO);
+        Err(e.in_file(&self.path))
     }
 
     /// The file again, with `O_DIRECT`: reopened through `/proc/self/fd`,
@@ -295,7 +335,7 @@ impl Source for FileSource {
         unsafe { libc::posix_fadvise(self.file.as_raw_fd(), o, l, libc::POSIX_FADV_WILLNEED) };
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
+        let r = self.file.read_exact_at(buf, offset).map_err(|e| {
             let mut err = Error::from(e);
             if err.kind == crate::error::ErrorKind::Truncated {
                 err.reason = format!(
@@ -304,7 +344,11 @@ impl Source for FileSource {
                 );
             }
             err
-        })
+        });
+        // A short read is most likely the file cut since it was opened:
+        // say so rather than "shorter than expected".
+        self.still_the_same()?;
+        r
     }
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
@@ -325,6 +369,7 @@ impl Source for FileSource {
             };
         if direct {
             if let Some(r) = self.read_direct(offset, len, scratch) {
+                self.still_the_same()?;
                 return Ok((&scratch[r], true));
             }
         }
@@ -505,15 +550,38 @@ mod tests {
             .unwrap()
             .set_len(50_000)
             .unwrap();
+        // Every read fails, also of the part the file still has.
+        for (off, len) in [(40_000, 40_000), (0, 4096)] {
+            for access in [Access::Buffered, Access::Auto, Access::Direct] {
+                let e = src.read_span(off, len, access, &mut scratch).unwrap_err();
+                assert!(
+                    e.to_string().contains("changed since it was opened"),
+                    "{access:?}: {e}"
+                );
+                assert_eq!(e.errno(), libc::EIO);
+            }
+        }
+    }
+
+    /// A file rewritten in place with other bytes of the same size after it
+    /// was opened: reads fail rather than return the new bytes to be
+    /// decoded with the old version's offsets.
+    #[test]
+    fn a_file_rewritten_in_place_fails_every_read() {
+        let (_d, p, data) = file(100_000);
+        let src = FileSource::open(&p).unwrap();
+        let mut buf = vec![0u8; 4096];
+        src.read_exact_at(0, &mut buf).unwrap();
+        assert_eq!(buf, data[..4096]);
+        // Past the file system's timestamp granularity.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let other: Vec<u8> = data.iter().map(|b| b ^ 0x5a).collect();
+        std::fs::write(&p, &other).unwrap();
+        let e = src.read_exact_at(0, &mut buf).unwrap_err();
+        assert!(e.to_string().contains("changed since it was opened"), "{e}");
+        let mut scratch = Vec::new();
         for access in [Access::Buffered, Access::Auto, Access::Direct] {
-            let e = src
-                .read_span(40_000, 40_000, access, &mut scratch)
-                .unwrap_err();
-            assert_eq!(
-                e.kind,
-                crate::error::ErrorKind::Truncated,
-                "{access:?}: {e}"
-            );
+            assert!(src.read_span(8192, 4096, access, &mut scratch).is_err());
         }
     }
 }
