@@ -110,6 +110,16 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
     if c.len() != f.len {
         return Err(format!("{name}: length {} != expected {}", c.len(), f.len));
     }
+    // The size a listing shows (from the probe, without opening) is the
+    // length served: the kernel reads a file only up to the size it was
+    // given, and a read past the end of what the daemon serves fails.
+    match bloscfs::detect::probe_path(&f.path) {
+        Ok(Some(p)) if p.len == c.len() => {}
+        Ok(Some(p)) => {
+            return Err(format!("{name}: probe says {} bytes, opened {}", p.len, c.len()))
+        }
+        other => return Err(format!("{name}: probe gave {other:?}")),
+    }
     let big = f.len > (256 << 20);
     // Whole, in odd-sized pieces.
     let mut h = Sha256::new();
