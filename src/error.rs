@@ -18,6 +18,9 @@ pub enum ErrorKind {
     Checksum,
     /// An operating-system I/O error.
     Io,
+    /// A source file changed (rewritten or cut in place) since it was
+    /// opened: what was read of it may be another version's bytes.
+    Changed,
 }
 
 #[derive(Debug, Clone)]

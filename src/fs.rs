@@ -182,8 +182,9 @@ impl Recent {
 }
 
 enum Handle {
-    /// An opened container, the file whose identity it was opened at, and that identity.
-    Container(Arc<Container>, PathBuf, Option<Stamp>),
+    /// An opened container, the file whose identity it was opened at, that
+    /// identity, and the inode it was opened for.
+    Container(Arc<Container>, PathBuf, Option<Stamp>, u64),
     /// A file served as its raw bytes: its path and identity at open, and
     /// whether it is served so because it failed to open as a container.
     Plain {
@@ -358,7 +359,7 @@ impl Fs {
         }
         let p = match detect::probe_path(path) {
             Ok(p) => p,
-            Err(e) if e.kind == crate::ErrorKind::Io => {
+            Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
                 log::debug!("{}: cannot probe: {e}", path.display());
                 None
             }
@@ -686,7 +687,7 @@ impl Fs {
                 self.mark_broken(ino, stamp, path, &msg);
                 return Ok(None);
             }
-            Err(e) if e.kind == crate::ErrorKind::Io => {
+            Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
                 self.warn_once(&e.to_string(), &e.to_string());
                 return Err(e.errno());
             }
@@ -702,6 +703,23 @@ impl Fs {
         }
         live.insert(ino, (stamp, Arc::downgrade(&c)));
         Ok(Some(c))
+    }
+
+    /// Drop `c` from the open containers kept for `ino` (not another one
+    /// opened since), so the next open of `ino` opens it again.
+    fn forget_container(&self, ino: u64, c: &Arc<Container>) {
+        let mut cache = self.containers.lock();
+        if cache.get(&ino).is_some_and(|(_, k)| Arc::ptr_eq(k, c)) {
+            cache.pop(&ino);
+        }
+        drop(cache);
+        let mut live = self.live.lock();
+        if live
+            .get(&ino)
+            .is_some_and(|(_, w)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(c)))
+        {
+            live.remove(&ino);
+        }
     }
 
     /// `why` names the file and the reason.
@@ -755,7 +773,7 @@ impl Fs {
                     } else {
                         path.clone()
                     };
-                    Handle::Container(c, sp, Self::stamp_of(&path, &md))
+                    Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
                 }
                 None if md.is_dir() => return Err(libc::EISDIR),
                 None => plain(true)?,
@@ -872,7 +890,7 @@ impl Fs {
                 buf.truncate(done);
                 Ok(Filled::Buf)
             }
-            Handle::Container(c, sp, stamp) => {
+            Handle::Container(c, sp, stamp, ino) => {
                 // A source rewritten or truncated under an open handle: EIO
                 // (reopen to see the new content), never old offsets over new bytes.
                 match std::fs::metadata(sp) {
@@ -909,6 +927,12 @@ impl Fs {
                         Ok(Filled::Buf)
                     }
                     Err(e) => {
+                        if e.kind == crate::ErrorKind::Changed {
+                            // A file of it (a sparse frame's chunk file) was
+                            // rewritten while the container's own stamp says
+                            // unchanged: the next open opens it afresh.
+                            self.forget_container(*ino, c);
+                        }
                         // One line per (file, chunk, reason), not per read.
                         let key = format!("read:{:?}:{:?}:{}", e.path, e.chunk, e.reason);
                         self.warn_once(
@@ -934,7 +958,7 @@ impl Fs {
     pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
         let h = self.handle(fh)?;
         let c = match &*h {
-            Handle::Container(c, _, _) => c,
+            Handle::Container(c, ..) => c,
             Handle::Plain { file: f, .. } => {
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {

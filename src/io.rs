@@ -205,12 +205,11 @@ impl FileSource {
         if Version::of(&md) == self.version {
             return Ok(());
         }
-        let mut e = Error::new(
-            crate::error::ErrorKind::Io,
+        Err(Error::new(
+            crate::error::ErrorKind::Changed,
             "changed since it was opened (rewritten or truncated in place): reopen it to read the new content",
-        );
-        e.errno = Some(libc::EIO);
-        Err(e.in_file(&self.path))
+        )
+        .in_file(&self.path))
     }
 
     /// The file again, with `O_DIRECT`: reopened through `/proc/self/fd`,

@@ -733,3 +733,35 @@ fn a_paged_read_past_the_version_a_handle_serves_fails() {
     assert!(fs.read_request(ph, 0, 4096, true, &mut buf).is_ok());
     assert_eq!(buf, vec![7u8; 3000]);
 }
+
+/// A sparse frame's chunk file rewritten in place while its index stays as
+/// it was: an open handle's reads of that chunk fail with EIO (never the
+/// new bytes read with the old layout), and the next open sees the new
+/// chunk (the container is opened afresh, though the index is unchanged).
+#[test]
+fn a_sparse_frame_chunk_file_rewritten_in_place_is_eio_then_fresh() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    let name = "frame/blosclz-bitshuffle-ts4-s.b2frame";
+    copy(&fixture(name), &s.join("sp.b2frame"));
+    let want = reference_bytes(name);
+    // No block cache: every read goes to the chunk files.
+    let opts = FsOptions {
+        cache_size: 0,
+        ..FsOptions::default()
+    };
+    let fs = Fs::new(s, &opts).unwrap();
+    let a = fs.lookup(ROOT_INO, OsStr::new("sp")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 8192).unwrap(), want[..8192]);
+    // Chunk 0's file now holds chunk 1 (same size: only its times change).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let c1 = std::fs::read(s.join("sp.b2frame/00000001.chunk")).unwrap();
+    std::fs::write(s.join("sp.b2frame/00000000.chunk"), &c1).unwrap();
+    assert_eq!(fs.read(fh, 0, 4096).unwrap_err(), libc::EIO);
+    // Chunks whose files did not change are still served.
+    assert_eq!(fs.read(fh, 4096, 4096).unwrap(), want[4096..8192]);
+    fs.release(fh);
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 4096).unwrap(), want[4096..8192]);
+}

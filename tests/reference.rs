@@ -116,7 +116,11 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
     match bloscfs::detect::probe_path(&f.path) {
         Ok(Some(p)) if p.len == c.len() => {}
         Ok(Some(p)) => {
-            return Err(format!("{name}: probe says {} bytes, opened {}", p.len, c.len()))
+            return Err(format!(
+                "{name}: probe says {} bytes, opened {}",
+                p.len,
+                c.len()
+            ))
         }
         other => return Err(format!("{name}: probe gave {other:?}")),
     }
