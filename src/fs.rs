@@ -214,6 +214,9 @@ pub struct Fs {
     /// as raw bytes while their stamp is unchanged.
     broken: Mutex<HashMap<u64, Stamp>>,
     handles: RwLock<HashMap<u64, Arc<Handle>>>,
+    /// Attributes of each open handle's file as it was opened: what `fstat`
+    /// of it says once its source path is gone or names another file.
+    opened_attrs: Mutex<HashMap<u64, Attr>>,
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
@@ -241,6 +244,14 @@ pub static ZEROS: std::sync::LazyLock<crate::cache::BlockBuf> = std::sync::LazyL
 });
 
 /// Make `buf` `n` bytes long, zeroing only bytes it never held.
+/// A 64-bit mixing function (splitmix64's finalizer): spreads a birth time
+/// over all the bits of an inode number.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
 /// `len` rounded up to a whole number of memory pages.
 fn round_to_page(len: u64) -> u64 {
     static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -298,6 +309,7 @@ impl Fs {
             last_open: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
+            opened_attrs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
         })
@@ -320,11 +332,25 @@ impl Fs {
     }
 
     /// Stable inode number of a source entry: its own inode number, mixed
-    /// with the device when it is not the root's, and never 1.
+    /// with the device when it is not the root's and with its birth time
+    /// where the file system records one, and never 1. A source inode
+    /// number alone names another file once its file is deleted and the
+    /// number reused, while the kernel may still hold names (dentries)
+    /// leading to it: their requests would reach the new file. With the
+    /// birth time, the new file has another number here, and requests
+    /// through a stale name find their file gone or replaced
+    /// (`what_of`).
     fn ino_for(&self, md: &Metadata) -> u64 {
         let mut ino = md.ino();
         if md.dev() != self.root_dev {
             ino ^= md.dev().rotate_left(48);
+        }
+        if let Ok(born) = md.created() {
+            let ns = born
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            ino ^= mix64(ns) & !(1 << 63);
         }
         if ino == ROOT_INO || ino == 0 {
             ino ^= 1 << 62;
@@ -582,12 +608,18 @@ impl Fs {
     }
 
     /// What `ino` is now (re-read from the source).
+    /// `ESTALE` when the source path of `ino` is now another file (deleted
+    /// and recreated, or replaced by rename): the kernel then looks the
+    /// name up again instead of being served the other file.
     fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
         let path = self.path_of(ino)?;
         let md = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
         let what = if ino == ROOT_INO {
             What::Dir
         } else {
+            if self.ino_for(&md) != ino {
+                return Err(libc::ESTALE);
+            }
             self.classify(&path, &md)
         };
         Ok((path, what, md))
@@ -596,6 +628,19 @@ impl Fs {
     pub fn getattr(&self, ino: u64) -> Result<Attr, i32> {
         let (path, what, md) = self.what_of(ino)?;
         Ok(self.attr_of(ino, &what, &md, &path))
+    }
+
+    /// `getattr` asked through an open handle (`fstat`): once the source
+    /// path is gone or names another file, the attributes the file had
+    /// when this handle opened it (the handle still reads that version or
+    /// fails), not an error.
+    pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
+        match self.getattr(ino) {
+            Err(e) if e == libc::ESTALE || e == libc::ENOENT => fh
+                .and_then(|fh| self.opened_attrs.lock().get(&fh).cloned())
+                .ok_or(e),
+            r => r,
+        }
     }
 
     /// Entries of directory `ino` (with `.` and `..`).
@@ -762,10 +807,11 @@ impl Fs {
                 fallback,
             })
         };
-        let h = match what {
+        let attr = |what: &What| self.attr_of(ino, what, &md, &path);
+        let (h, attr) = match &what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => plain(false)?,
+            What::Plain => (plain(false)?, attr(&what)),
             What::Container(_) => match self.container(ino, &path, &md)? {
                 Some(c) => {
                     let sp = if md.is_dir() {
@@ -773,10 +819,11 @@ impl Fs {
                     } else {
                         path.clone()
                     };
-                    Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
+                    let h = Handle::Container(c, sp, Self::stamp_of(&path, &md), ino);
+                    (h, attr(&what))
                 }
                 None if md.is_dir() => return Err(libc::EISDIR),
-                None => plain(true)?,
+                None => (plain(true)?, attr(&What::Plain)),
             },
         };
         let keep = match Self::stamp_of(&path, &md) {
@@ -785,6 +832,7 @@ impl Fs {
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
         self.handles.write().insert(fh, Arc::new(h));
+        self.opened_attrs.lock().insert(fh, attr);
         Ok((fh, keep))
     }
 
@@ -808,6 +856,7 @@ impl Fs {
 
     pub fn release(&self, fh: u64) {
         self.handles.write().remove(&fh);
+        self.opened_attrs.lock().remove(&fh);
     }
 
     fn handle(&self, fh: u64) -> Result<Arc<Handle>, i32> {

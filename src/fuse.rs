@@ -144,9 +144,9 @@ impl Filesystem for BloscFuse {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.trace(format_args!("getattr({})", ino.0));
-        match self.fs.getattr(ino.0) {
+        match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
             Ok(a) => reply.attr(&TTL, &attr(&a)),
             Err(e) => reply.error(err(e)),
         }

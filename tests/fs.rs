@@ -765,3 +765,33 @@ fn a_sparse_frame_chunk_file_rewritten_in_place_is_eio_then_fresh() {
     let (fh, _) = fs.open(a.ino, false).unwrap();
     assert_eq!(fs.read(fh, 0, 4096).unwrap(), want[4096..8192]);
 }
+
+/// A name replaced by another file (rename over it; the same happens when
+/// a file is deleted and its inode number reused): the old inode number is
+/// stale (`ESTALE`, so the kernel looks the name up again) and the name
+/// gets a new one; `fstat` through a handle opened before still describes
+/// the file it opened, whose bytes it still reads.
+#[test]
+fn a_name_replaced_by_another_file_is_stale_under_its_old_inode() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    std::fs::write(s.join("x.txt"), b"old").unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    let a = fs.lookup(ROOT_INO, OsStr::new("x.txt")).unwrap();
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    std::fs::write(s.join(".t"), b"new!").unwrap();
+    std::fs::rename(s.join(".t"), s.join("x.txt")).unwrap();
+    assert_eq!(fs.getattr(a.ino).unwrap_err(), libc::ESTALE);
+    assert_eq!(fs.open(a.ino, false).unwrap_err(), libc::ESTALE);
+    assert_eq!(fs.getattr_open(a.ino, Some(fh)).unwrap().size, 3);
+    assert_eq!(fs.read(fh, 0, 10).unwrap(), b"old");
+    let b = fs.lookup(ROOT_INO, OsStr::new("x.txt")).unwrap();
+    assert_ne!(b.ino, a.ino);
+    let (fh2, _) = fs.open(b.ino, false).unwrap();
+    assert_eq!(fs.read(fh2, 0, 10).unwrap(), b"new!");
+    // Deleted: gone by name, still described through its open handle.
+    std::fs::remove_file(s.join("x.txt")).unwrap();
+    assert_eq!(fs.getattr(b.ino).unwrap_err(), libc::ENOENT);
+    assert_eq!(fs.getattr_open(b.ino, Some(fh2)).unwrap().size, 4);
+    assert_eq!(fs.getattr_open(b.ino, None).unwrap_err(), libc::ENOENT);
+}
