@@ -115,7 +115,17 @@ struct Node {
     /// Source path.
     path: PathBuf,
     parent: u64,
+    /// Lookups the kernel has not forgotten yet (`forget`): at zero the
+    /// node is dropped. (Inode numbers follow file identities, so every
+    /// file a churning source ever held would otherwise stay here.)
+    lookups: u64,
 }
+
+/// Most entries kept in each per-inode map that the kernel's `forget`
+/// does not clear (probes, last opens, broken containers); past it a map
+/// is emptied and refilled on demand (a file probed again, a page cache
+/// dropped once).
+const PER_INODE_CAP: usize = 1 << 18;
 
 /// One entry of a presented directory.
 #[derive(Debug, Clone)]
@@ -294,6 +304,7 @@ impl Fs {
             Node {
                 path: root.clone(),
                 parent: ROOT_INO,
+                lookups: 1,
             },
         );
         let root_dev = std::fs::metadata(&root)?.dev();
@@ -397,7 +408,11 @@ impl Fs {
                 None
             }
         };
-        self.probes.lock().insert(key, (stamp, p.clone()));
+        let mut probes = self.probes.lock();
+        if probes.len() >= PER_INODE_CAP {
+            probes.clear();
+        }
+        probes.insert(key, (stamp, p.clone()));
         p
     }
 
@@ -578,13 +593,16 @@ impl Fs {
                 continue;
             }
             let ino = self.ino_for(&md);
-            self.nodes.write().insert(
-                ino,
-                Node {
-                    path: path.clone(),
-                    parent,
-                },
-            );
+            let mut nodes = self.nodes.write();
+            let n = nodes.entry(ino).or_insert_with(|| Node {
+                path: path.clone(),
+                parent,
+                lookups: 0,
+            });
+            n.path = path.clone();
+            n.parent = parent;
+            n.lookups += 1;
+            drop(nodes);
             return Ok(self.attr_of(ino, &what, &md, &path));
         }
         Err(libc::ENOENT)
@@ -652,7 +670,6 @@ impl Fs {
             .get(&ino)
             .map(|n| n.parent)
             .unwrap_or(ROOT_INO);
-        let dpath = self.path_of(ino)?;
         let mut out = vec![
             DirEntry {
                 ino,
@@ -665,13 +682,8 @@ impl Fs {
                 name: "..".into(),
             },
         ];
-        let mut nodes = self.nodes.write();
-        for (presented, src, what, md) in &l.entries {
+        for (presented, _, what, md) in &l.entries {
             let cino = self.ino_for(md);
-            nodes.entry(cino).or_insert_with(|| Node {
-                path: dpath.join(src),
-                parent: ino,
-            });
             out.push(DirEntry {
                 ino: cino,
                 kind: match what {
@@ -683,6 +695,27 @@ impl Fs {
             });
         }
         Ok(out)
+    }
+
+    /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if ino == ROOT_INO {
+            return;
+        }
+        let mut nodes = self.nodes.write();
+        if let Some(node) = nodes.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+            if node.lookups == 0 {
+                nodes.remove(&ino);
+                drop(nodes);
+                self.last_open.lock().remove(&ino);
+            }
+        }
+    }
+
+    /// How many inodes the kernel holds (tests: `forget` empties it).
+    pub fn nodes_held(&self) -> usize {
+        self.nodes.read().len() - 1
     }
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
@@ -769,7 +802,12 @@ impl Fs {
 
     /// `why` names the file and the reason.
     fn mark_broken(&self, ino: u64, stamp: Stamp, path: &Path, why: &str) {
-        self.broken.lock().insert(ino, stamp);
+        let mut broken = self.broken.lock();
+        if broken.len() >= PER_INODE_CAP {
+            broken.clear();
+        }
+        broken.insert(ino, stamp);
+        drop(broken);
         self.probes.lock().remove(&ino);
         // Its presented name and size change: rebuild the parent's listing.
         if let Some(parent) = self.nodes.read().get(&ino).map(|n| n.parent) {
@@ -827,7 +865,13 @@ impl Fs {
             },
         };
         let keep = match Self::stamp_of(&path, &md) {
-            Some(stamp) => self.last_open.lock().insert(ino, stamp) == Some(stamp),
+            Some(stamp) => {
+                let mut last = self.last_open.lock();
+                if last.len() >= PER_INODE_CAP {
+                    last.clear();
+                }
+                last.insert(ino, stamp) == Some(stamp)
+            }
             None => false,
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -1063,10 +1107,9 @@ impl Fs {
     pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, i32> {
         let mut out = Vec::new();
         if ino == ROOT_INO {
-            out.push((
-                "user.bloscfs.stats".to_string(),
-                self.env.stats.render(&self.env.cache).into_bytes(),
-            ));
+            let mut stats = self.env.stats.render(&self.env.cache);
+            stats.push_str(&format!("inodes_held={}\n", self.nodes_held()));
+            out.push(("user.bloscfs.stats".to_string(), stats.into_bytes()));
             return Ok(out);
         }
         let (path, what, md) = self.what_of(ino)?;

@@ -136,6 +136,10 @@ impl Filesystem for BloscFuse {
         Ok(())
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.fs.forget(ino.0, nlookup);
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         self.trace(format_args!("lookup({}, {name:?})", parent.0));
         match self.fs.lookup(parent.0, name) {

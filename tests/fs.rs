@@ -795,3 +795,24 @@ fn a_name_replaced_by_another_file_is_stale_under_its_old_inode() {
     assert_eq!(fs.getattr_open(b.ino, Some(fh2)).unwrap().size, 4);
     assert_eq!(fs.getattr_open(b.ino, None).unwrap_err(), libc::ENOENT);
 }
+
+/// The daemon keeps an inode while the kernel holds lookups of it, and
+/// drops it when they are all forgotten.
+#[test]
+fn inodes_go_when_the_kernel_forgets_them() {
+    let (_d, fs) = tree();
+    assert_eq!(fs.nodes_held(), 0);
+    let a = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    let b = fs.lookup(ROOT_INO, OsStr::new("series")).unwrap();
+    assert_eq!(a.ino, b.ino);
+    fs.lookup(ROOT_INO, OsStr::new("grid.npy")).unwrap();
+    assert_eq!(fs.nodes_held(), 2);
+    fs.forget(a.ino, 1);
+    assert!(fs.getattr(a.ino).is_ok(), "one lookup is still held");
+    fs.forget(a.ino, 1);
+    assert_eq!(fs.getattr(a.ino).unwrap_err(), libc::ENOENT);
+    assert_eq!(fs.nodes_held(), 1);
+    // The root is never forgotten.
+    fs.forget(ROOT_INO, 1);
+    assert!(fs.getattr(ROOT_INO).is_ok());
+}

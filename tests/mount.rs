@@ -1036,6 +1036,32 @@ fn names_recreated_while_read_never_serve_another_file() {
     let (served, failed) = (served.into_inner(), failed.into_inner());
     eprintln!("reads served {served}, failed {failed}");
     assert!(served > 100, "too few reads were served ({served})");
+    // Every file the churn made had an inode of its own: the daemon keeps
+    // only those the kernel still holds. Once the kernel drops its cached
+    // names and inodes (root only), it forgets them, and so does the daemon.
+    let held = || -> u64 {
+        let o = sh(&format!(
+            "getfattr -n user.bloscfs.stats --only-values --absolute-names {}",
+            mp.display()
+        ));
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        s.lines()
+            .find_map(|l| l.strip_prefix("inodes_held="))
+            .unwrap_or_else(|| panic!("no inodes_held in {s}"))
+            .parse()
+            .unwrap()
+    };
+    let before = held();
+    if std::fs::write("/proc/sys/vm/drop_caches", "2").is_ok() {
+        wait_for(
+            || held() <= 25,
+            "the daemon to forget the inodes the kernel dropped",
+        );
+        eprintln!(
+            "inodes held: {before} after the churn, {} once the kernel dropped its caches",
+            held()
+        );
+    }
     m.unmount();
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("panicked"), "{text}");
