@@ -627,11 +627,16 @@ impl Fs {
 
     /// What `ino` is now (re-read from the source).
     /// `ESTALE` when the source path of `ino` is now another file (deleted
-    /// and recreated, or replaced by rename): the kernel then looks the
-    /// name up again instead of being served the other file.
+    /// and recreated, or replaced by rename) or gone: the kernel then looks
+    /// the name up again instead of being served the other file (and finds
+    /// the file under another of its names, if it was a hard link whose
+    /// last name looked up went).
     fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
         let path = self.path_of(ino)?;
-        let md = std::fs::symlink_metadata(&path).map_err(|e| errno_of(&e))?;
+        let md = std::fs::symlink_metadata(&path).map_err(|e| match errno_of(&e) {
+            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
+            n => n,
+        })?;
         let what = if ino == ROOT_INO {
             What::Dir
         } else {

@@ -791,9 +791,13 @@ fn a_name_replaced_by_another_file_is_stale_under_its_old_inode() {
     assert_eq!(fs.read(fh2, 0, 10).unwrap(), b"new!");
     // Deleted: gone by name, still described through its open handle.
     std::fs::remove_file(s.join("x.txt")).unwrap();
-    assert_eq!(fs.getattr(b.ino).unwrap_err(), libc::ENOENT);
+    assert_eq!(fs.getattr(b.ino).unwrap_err(), libc::ESTALE);
     assert_eq!(fs.getattr_open(b.ino, Some(fh2)).unwrap().size, 4);
-    assert_eq!(fs.getattr_open(b.ino, None).unwrap_err(), libc::ENOENT);
+    assert_eq!(fs.getattr_open(b.ino, None).unwrap_err(), libc::ESTALE);
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("x.txt")).unwrap_err(),
+        libc::ENOENT
+    );
 }
 
 /// The daemon keeps an inode while the kernel holds lookups of it, and
@@ -815,4 +819,26 @@ fn inodes_go_when_the_kernel_forgets_them() {
     // The root is never forgotten.
     fs.forget(ROOT_INO, 1);
     assert!(fs.getattr(ROOT_INO).is_ok());
+}
+
+/// A file with two names: when the name its inode was last looked up by
+/// goes, requests for the inode are stale (`ESTALE`: the kernel looks its
+/// name up again and finds the file under the name that is left), not
+/// "no such file".
+#[test]
+fn a_hard_link_left_after_its_other_name_goes_is_found_again() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    std::fs::write(s.join("one"), b"data").unwrap();
+    std::fs::hard_link(s.join("one"), s.join("two")).unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    let a = fs.lookup(ROOT_INO, OsStr::new("one")).unwrap();
+    let b = fs.lookup(ROOT_INO, OsStr::new("two")).unwrap();
+    assert_eq!(a.ino, b.ino);
+    std::fs::remove_file(s.join("two")).unwrap();
+    assert_eq!(fs.getattr(a.ino).unwrap_err(), libc::ESTALE);
+    let again = fs.lookup(ROOT_INO, OsStr::new("one")).unwrap();
+    assert_eq!(again.ino, a.ino);
+    let (fh, _) = fs.open(again.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 10).unwrap(), b"data");
 }
