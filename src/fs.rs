@@ -535,7 +535,16 @@ impl Fs {
         ino: u64,
         path: &Path,
     ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
-        let dmd = std::fs::symlink_metadata(path).map_err(|e| errno_of(&e))?;
+        let dmd = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
+            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
+            n => n,
+        })?;
+        // The directory was renamed or replaced since the kernel looked it
+        // up under this path: its names must not be looked up in whatever
+        // directory holds the path now (the kernel looks it up again).
+        if ino != ROOT_INO && self.ino_for(&dmd) != ino {
+            return Err(libc::ESTALE);
+        }
         let stamp = Stamp::of(&dmd);
         let l = self.dirs.lock().get(&ino).cloned();
         Ok((

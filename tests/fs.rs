@@ -842,3 +842,35 @@ fn a_hard_link_left_after_its_other_name_goes_is_found_again() {
     let (fh, _) = fs.open(again.ino, false).unwrap();
     assert_eq!(fs.read(fh, 0, 10).unwrap(), b"data");
 }
+
+/// A directory renamed in the source, and another made under its old name:
+/// names looked up in the directory's old inode are stale (`ESTALE`: the
+/// kernel looks the directory up again), never found in the new directory
+/// that holds the old path now.
+#[test]
+fn names_in_a_renamed_directory_are_not_looked_up_in_its_successor() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    std::fs::create_dir(s.join("a")).unwrap();
+    std::fs::write(s.join("a/x"), b"first").unwrap();
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    let a = fs.lookup(ROOT_INO, OsStr::new("a")).unwrap();
+    assert!(fs.lookup(a.ino, OsStr::new("x")).is_ok());
+    std::fs::rename(s.join("a"), s.join("b")).unwrap();
+    std::fs::create_dir(s.join("a")).unwrap();
+    std::fs::write(s.join("a/x"), b"second").unwrap();
+    assert_eq!(fs.lookup(a.ino, OsStr::new("x")).unwrap_err(), libc::ESTALE);
+    assert_eq!(fs.readdir(a.ino).unwrap_err(), libc::ESTALE);
+    // Looked up again, each name leads to its own directory.
+    let a2 = fs.lookup(ROOT_INO, OsStr::new("a")).unwrap();
+    let b = fs.lookup(ROOT_INO, OsStr::new("b")).unwrap();
+    assert_ne!(a2.ino, a.ino);
+    assert_eq!(b.ino, a.ino);
+    let read = |dir: u64| {
+        let x = fs.lookup(dir, OsStr::new("x")).unwrap();
+        let (fh, _) = fs.open(x.ino, false).unwrap();
+        fs.read(fh, 0, 64).unwrap()
+    };
+    assert_eq!(read(a2.ino), b"second");
+    assert_eq!(read(b.ino), b"first");
+}
