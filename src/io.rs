@@ -406,26 +406,90 @@ impl Source for MemSource {
     }
 }
 
+/// Most lazily opened files kept open at once, process-wide: 1024, and at
+/// most a quarter of the file-descriptor limit. Past it a read opens its
+/// file, reads and closes it again. A sparse frame may have tens of
+/// thousands of chunk files; kept open, they ran the daemon out of file
+/// descriptors ("Too many open files" for every read after).
+pub fn max_kept_open() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the limits into `r`, a valid struct.
+        let limit = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+            r.rlim_cur as usize
+        } else {
+            1024
+        };
+        (limit / 4).clamp(16, 1024)
+    })
+}
+
+static KEPT_OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// A file opened on first use (sparse frames may have thousands of chunk
-/// files; most are never read).
+/// files; most are never read), and kept open while fewer than
+/// [`max_kept_open`] such files are. A file opened again must be the
+/// version first opened (else the read fails as `Changed`).
 pub struct LazyFileSource {
     path: PathBuf,
-    file: std::sync::OnceLock<FileSource>,
+    kept: OnceLock<FileSource>,
+    /// Length and version at the first open.
+    first: OnceLock<(u64, Version)>,
 }
 
 impl LazyFileSource {
     pub fn new(path: PathBuf) -> Self {
         LazyFileSource {
             path,
-            file: std::sync::OnceLock::new(),
+            kept: OnceLock::new(),
+            first: OnceLock::new(),
         }
     }
-    fn get(&self) -> Result<&FileSource> {
-        if let Some(f) = self.file.get() {
-            return Ok(f);
+
+    /// How many lazily opened files are kept open now (all sources).
+    pub fn kept_open() -> usize {
+        KEPT_OPEN.load(Ordering::Relaxed)
+    }
+
+    /// Run `f` on the file: the one kept open, or one opened for this call.
+    fn with<R>(&self, f: impl FnOnce(&FileSource) -> Result<R>) -> Result<R> {
+        if let Some(k) = self.kept.get() {
+            return f(k);
         }
-        let f = FileSource::open(&self.path)?;
-        Ok(self.file.get_or_init(|| f))
+        let file = FileSource::open(&self.path)?;
+        let (len, version) = *self.first.get_or_init(|| (file.len, file.version));
+        if file.version != version || file.len != len {
+            return Err(Error::new(
+                crate::error::ErrorKind::Changed,
+                "changed since it was first opened (rewritten or replaced): reopen it to read the new content",
+            )
+            .in_file(&self.path));
+        }
+        if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) < max_kept_open() {
+            match self.kept.set(file) {
+                Ok(()) => return f(self.kept.get().expect("just set")),
+                // Another thread kept its own: use that one.
+                Err(ours) => {
+                    KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+                    drop(ours);
+                    return f(self.kept.get().expect("set by another thread"));
+                }
+            }
+        }
+        KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+        f(&file)
+    }
+}
+
+impl Drop for LazyFileSource {
+    fn drop(&mut self) {
+        if self.kept.get().is_some() {
+            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -434,15 +498,19 @@ impl Source for LazyFileSource {
     /// length checks pass and the read itself reports the open error (with
     /// the file's name) instead of a misleading "source has 0 bytes".
     fn len(&self) -> u64 {
-        self.get().map(|f| f.len()).unwrap_or(u64::MAX)
+        if let Some((len, _)) = self.first.get() {
+            return *len;
+        }
+        self.with(|f| Ok(f.len())).unwrap_or(u64::MAX)
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.get()?.read_exact_at(offset, buf)
+        self.with(|f| f.read_exact_at(offset, buf))
     }
-    /// Forwarded once the file is open (a hint never opens a chunk file:
-    /// a sparse frame's thousands of them would each hold a descriptor).
+    /// Forwarded while the file is kept open (a hint never opens a chunk
+    /// file: a sparse frame's thousands of them would each hold a
+    /// descriptor).
     fn will_need(&self, offset: u64, len: u64) {
-        if let Some(f) = self.file.get() {
+        if let Some(f) = self.kept.get() {
             f.will_need(offset, len);
         }
     }
@@ -453,7 +521,16 @@ impl Source for LazyFileSource {
         access: Access,
         scratch: &'a mut Vec<u8>,
     ) -> Result<(&'a [u8], bool)> {
-        self.get()?.read_span(offset, len, access, scratch)
+        let mut at = None;
+        self.with(|f| {
+            let (got, direct) = f.read_span(offset, len, access, scratch)?;
+            // Where in `scratch` the bytes landed (the borrow ends here).
+            let start = got.as_ptr() as usize - scratch.as_ptr() as usize;
+            at = Some((start, direct));
+            Ok(())
+        })?;
+        let (start, direct) = at.expect("set by the read");
+        Ok((&scratch[start..start + len], direct))
     }
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
@@ -560,6 +637,45 @@ mod tests {
                 assert_eq!(e.errno(), libc::EIO);
             }
         }
+    }
+
+    /// More lazily opened files than may be kept open: every one reads
+    /// exactly, no more than the cap stay open, and one opened again for a
+    /// read must still be the version first opened.
+    #[test]
+    fn lazy_files_past_the_cap_are_opened_per_read() {
+        let d = tempfile::tempdir().unwrap();
+        let n = max_kept_open() + 40;
+        let srcs: Vec<(LazyFileSource, Vec<u8>)> = (0..n)
+            .map(|i| {
+                let p = d.path().join(format!("{i}"));
+                let data: Vec<u8> = (0..5000u32).map(|k| (k * 7 + i as u32) as u8).collect();
+                std::fs::write(&p, &data).unwrap();
+                (LazyFileSource::new(p), data)
+            })
+            .collect();
+        let mut scratch = Vec::new();
+        for _ in 0..2 {
+            for (s, data) in &srcs {
+                assert_eq!(s.len(), data.len() as u64);
+                let (got, _) = s
+                    .read_span(100, 4000, Access::Buffered, &mut scratch)
+                    .unwrap();
+                assert_eq!(got, &data[100..4100]);
+            }
+        }
+        assert!(LazyFileSource::kept_open() <= max_kept_open());
+        // The last ones were not kept: opened again, they must not have changed.
+        let (last, data) = srcs.last().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(
+            last.path().unwrap(),
+            data.iter().map(|b| !b).collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        let mut buf = vec![0u8; 16];
+        let e = last.read_exact_at(0, &mut buf).unwrap_err();
+        assert_eq!(e.kind, crate::error::ErrorKind::Changed, "{e}");
     }
 
     /// A file rewritten in place with other bytes of the same size after it

@@ -1066,3 +1066,58 @@ fn names_recreated_while_read_never_serve_another_file() {
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(!text.contains("panicked"), "{text}");
 }
+
+/// A sparse frame of more chunk files than the daemon may hold open (its
+/// descriptor limit set to 600), written by python-blosc2: read whole
+/// through the mount, twice, it is the reference library's bytes. Chunk
+/// files were kept open once read, so past the limit every read failed with
+/// "Too many open files".
+#[test]
+fn a_sparse_frame_of_more_chunk_files_than_descriptors_reads_whole() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(py) = python() else { return };
+    let m = Mount::prepare();
+    let frame = m.src().join("many.b2frame");
+    let want = m.dir.path().join("want.raw");
+    let o = Command::new(&py)
+        .args([
+            "-c",
+            "import sys, blosc2, numpy as np\n\
+             s = blosc2.SChunk(chunksize=4096, urlpath=sys.argv[1], contiguous=False, mode='w', cparams={'typesize': 4})\n\
+             a = np.arange(1024, dtype=np.int32)\n\
+             for i in range(2000): s.append_data((a * 7 + i).tobytes())\n\
+             open(sys.argv[2], 'wb').write(blosc2.open(sys.argv[1])[:])",
+        ])
+        .arg(&frame)
+        .arg(&want)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = std::fs::read(&want).unwrap();
+    assert_eq!(want.len(), 2000 * 4096);
+    let mut m = m;
+    m.child = Some(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n 600 && exec {BIN} -f -o cache_size=1M {} {}",
+                m.src().display(),
+                m.mp().display()
+            ))
+            .spawn()
+            .unwrap(),
+    );
+    let mp = m.mp();
+    wait_for(|| is_mounted(&mp), "the mount");
+    for pass in 0..2 {
+        let got = std::fs::read(mp.join("many")).unwrap();
+        assert!(
+            got == want,
+            "pass {pass}: {} bytes, not the reference's",
+            got.len()
+        );
+    }
+    m.unmount();
+}
