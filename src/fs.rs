@@ -535,16 +535,10 @@ impl Fs {
         ino: u64,
         path: &Path,
     ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
-        let dmd = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
-            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
-            n => n,
-        })?;
-        // The directory was renamed or replaced since the kernel looked it
-        // up under this path: its names must not be looked up in whatever
-        // directory holds the path now (the kernel looks it up again).
-        if ino != ROOT_INO && self.ino_for(&dmd) != ino {
-            return Err(libc::ESTALE);
-        }
+        // A directory renamed or replaced since the kernel looked it up
+        // under this path: its names must not be looked up in whatever
+        // directory holds the path now.
+        let dmd = self.source_md(ino, path)?;
         let stamp = Stamp::of(&dmd);
         let l = self.dirs.lock().get(&ino).cloned();
         Ok((
@@ -642,19 +636,27 @@ impl Fs {
     /// last name looked up went).
     fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
         let path = self.path_of(ino)?;
-        let md = std::fs::symlink_metadata(&path).map_err(|e| match errno_of(&e) {
-            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
-            n => n,
-        })?;
+        let md = self.source_md(ino, &path)?;
         let what = if ino == ROOT_INO {
             What::Dir
         } else {
-            if self.ino_for(&md) != ino {
-                return Err(libc::ESTALE);
-            }
             self.classify(&path, &md)
         };
         Ok((path, what, md))
+    }
+
+    /// The metadata of `path`, the source of `ino`, if it is still the file
+    /// `ino` was looked up as: `ESTALE` when it is gone or another file
+    /// (the kernel then looks the name up again).
+    fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
+        let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
+            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
+            n => n,
+        })?;
+        if ino != ROOT_INO && self.ino_for(&md) != ino {
+            return Err(libc::ESTALE);
+        }
+        Ok(md)
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr, i32> {
