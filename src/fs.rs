@@ -11,7 +11,7 @@ use crate::cache::Stats;
 use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
-use crate::io;
+use crate::io::{self, Stamp};
 use crate::names;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
@@ -89,28 +89,6 @@ impl What {
     }
 }
 
-/// Identity of a source's content: a change means re-probe and re-open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Stamp {
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-    dev: u64,
-}
-
-impl Stamp {
-    fn of(md: &Metadata) -> Stamp {
-        Stamp {
-            size: md.len(),
-            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
-            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
-            ino: md.ino(),
-            dev: md.dev(),
-        }
-    }
-}
-
 struct Node {
     /// Source path.
     path: PathBuf,
@@ -126,6 +104,15 @@ struct Node {
 /// is emptied and refilled on demand (a file probed again, a page cache
 /// dropped once).
 const PER_INODE_CAP: usize = 1 << 18;
+
+/// `map.insert(k, v)`, emptying `map` first if it holds [`PER_INODE_CAP`]
+/// entries.
+fn insert_capped<V>(map: &mut HashMap<u64, V>, k: u64, v: V) -> Option<V> {
+    if map.len() >= PER_INODE_CAP {
+        map.clear();
+    }
+    map.insert(k, v)
+}
 
 /// One entry of a presented directory.
 #[derive(Debug, Clone)]
@@ -200,7 +187,7 @@ enum Handle {
     Plain {
         file: File,
         path: PathBuf,
-        stamp: Option<Stamp>,
+        stamp: Stamp,
         fallback: bool,
     },
 }
@@ -223,10 +210,10 @@ pub struct Fs {
     /// Sources that look like containers but failed to open: passed through
     /// as raw bytes while their stamp is unchanged.
     broken: Mutex<HashMap<u64, Stamp>>,
-    handles: RwLock<HashMap<u64, Arc<Handle>>>,
-    /// Attributes of each open handle's file as it was opened: what `fstat`
-    /// of it says once its source path is gone or names another file.
-    opened_attrs: Mutex<HashMap<u64, Attr>>,
+    /// Open handles, each with the attributes of its file as it was opened:
+    /// what `fstat` of it says once its source path is gone or names
+    /// another file.
+    handles: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
@@ -253,7 +240,6 @@ pub static ZEROS: std::sync::LazyLock<crate::cache::BlockBuf> = std::sync::LazyL
     b
 });
 
-/// Make `buf` `n` bytes long, zeroing only bytes it never held.
 /// A 64-bit mixing function (splitmix64's finalizer): spreads a birth time
 /// over all the bits of an inode number.
 fn mix64(mut x: u64) -> u64 {
@@ -273,6 +259,7 @@ fn round_to_page(len: u64) -> u64 {
     len.div_ceil(page).saturating_mul(page)
 }
 
+/// Make `buf` `n` bytes long, zeroing only bytes it never held.
 fn set_len(buf: &mut Vec<u8>, n: usize) {
     if buf.len() >= n {
         buf.truncate(n);
@@ -320,7 +307,6 @@ impl Fs {
             last_open: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
-            opened_attrs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
         })
@@ -408,11 +394,7 @@ impl Fs {
                 None
             }
         };
-        let mut probes = self.probes.lock();
-        if probes.len() >= PER_INODE_CAP {
-            probes.clear();
-        }
-        probes.insert(key, (stamp, p.clone()));
+        insert_capped(&mut self.probes.lock(), key, (stamp, p.clone()));
         p
     }
 
@@ -628,12 +610,8 @@ impl Fs {
         }
     }
 
-    /// What `ino` is now (re-read from the source).
-    /// `ESTALE` when the source path of `ino` is now another file (deleted
-    /// and recreated, or replaced by rename) or gone: the kernel then looks
-    /// the name up again instead of being served the other file (and finds
-    /// the file under another of its names, if it was a hard link whose
-    /// last name looked up went).
+    /// What `ino` is now (re-read from the source; `ESTALE` as
+    /// [`Fs::source_md`]).
     fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
         let path = self.path_of(ino)?;
         let md = self.source_md(ino, &path)?;
@@ -647,7 +625,9 @@ impl Fs {
 
     /// The metadata of `path`, the source of `ino`, if it is still the file
     /// `ino` was looked up as: `ESTALE` when it is gone or another file
-    /// (the kernel then looks the name up again).
+    /// (deleted and recreated, or replaced by rename). The kernel then looks
+    /// the name up again instead of being served the other file, and finds
+    /// a hard-linked file under its name that is left.
     fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
         let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
             libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
@@ -671,7 +651,7 @@ impl Fs {
     pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
         match self.getattr(ino) {
             Err(e) if e == libc::ESTALE || e == libc::ENOENT => fh
-                .and_then(|fh| self.opened_attrs.lock().get(&fh).cloned())
+                .and_then(|fh| self.handles.read().get(&fh).map(|(_, a)| a.clone()))
                 .ok_or(e),
             r => r,
         }
@@ -818,12 +798,7 @@ impl Fs {
 
     /// `why` names the file and the reason.
     fn mark_broken(&self, ino: u64, stamp: Stamp, path: &Path, why: &str) {
-        let mut broken = self.broken.lock();
-        if broken.len() >= PER_INODE_CAP {
-            broken.clear();
-        }
-        broken.insert(ino, stamp);
-        drop(broken);
+        insert_capped(&mut self.broken.lock(), ino, stamp);
         self.probes.lock().remove(&ino);
         // Its presented name and size change: rebuild the parent's listing.
         if let Some(parent) = self.nodes.read().get(&ino).map(|n| n.parent) {
@@ -854,10 +829,11 @@ impl Fs {
         }
         let (path, what, md) = self.what_of(ino)?;
         let plain = |fallback| -> Result<Handle, i32> {
+            let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
             Ok(Handle::Plain {
-                file: io::open_regular(&path).map_err(|e| errno_of(&e))?,
+                file,
                 path: path.clone(),
-                stamp: Self::stamp_of(&path, &md),
+                stamp: Stamp::of(&fmd),
                 fallback,
             })
         };
@@ -881,46 +857,54 @@ impl Fs {
             },
         };
         let keep = match Self::stamp_of(&path, &md) {
-            Some(stamp) => {
-                let mut last = self.last_open.lock();
-                if last.len() >= PER_INODE_CAP {
-                    last.clear();
-                }
-                last.insert(ino, stamp) == Some(stamp)
-            }
+            Some(stamp) => insert_capped(&mut self.last_open.lock(), ino, stamp) == Some(stamp),
             None => false,
         };
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles.write().insert(fh, Arc::new(h));
-        self.opened_attrs.lock().insert(fh, attr);
+        self.handles.write().insert(fh, (Arc::new(h), attr));
         Ok((fh, keep))
     }
 
-    /// May a handle that serves `path` as raw bytes go on doing so? Yes
-    /// while the source is unchanged since it was opened. Once it changed, a
-    /// handle opened as the fallback of a container that failed to open
-    /// fails (the source may open as a container now), and so does one whose
-    /// plain file now looks like a container: the two views of one inode
-    /// must never meet in the kernel's page cache, where one read could
-    /// return pages of both. A plain file that stays plain is served as it
-    /// is now (a growing log can be followed).
-    fn raw_view_holds(&self, path: &Path, stamp: Option<Stamp>, fallback: bool) -> bool {
-        let Ok(md) = std::fs::metadata(path) else {
-            return !fallback;
+    /// May a handle that serves `path` as raw bytes go on doing so, its
+    /// file's metadata now being `md`? Yes while the file is unchanged since
+    /// it was opened. Once it changed, a handle opened as the fallback of a
+    /// container that failed to open fails (the file may open as a container
+    /// now), and so does one whose plain file now looks like a container:
+    /// the two views of one inode must never meet in the kernel's page
+    /// cache, where one read could return pages of both. A plain file that
+    /// stays plain is served as it is now (a growing log can be followed).
+    /// (A file replaced by rename is another inode: the handle reads its
+    /// own.)
+    fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp, fallback: bool) -> bool {
+        Stamp::of(md) == stamp || (!fallback && self.probe(path, md).is_none())
+    }
+
+    /// Log once that `path` changed under an open handle (`why`, if any),
+    /// and the errno its reads fail with until it is reopened.
+    fn changed_while_open(&self, path: &Path, why: &str) -> i32 {
+        let why = if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({why})")
         };
-        if Some(Stamp::of(&md)) == stamp {
-            return true;
-        }
-        !fallback && self.probe(path, &md).is_none()
+        let msg = format!(
+            "{}: changed while open{why}; reads fail until it is reopened",
+            path.display()
+        );
+        self.warn_once(&msg, &msg);
+        libc::EIO
     }
 
     pub fn release(&self, fh: u64) {
         self.handles.write().remove(&fh);
-        self.opened_attrs.lock().remove(&fh);
     }
 
     fn handle(&self, fh: u64) -> Result<Arc<Handle>, i32> {
-        self.handles.read().get(&fh).cloned().ok_or(libc::EBADF)
+        self.handles
+            .read()
+            .get(&fh)
+            .map(|(h, _)| h.clone())
+            .ok_or(libc::EBADF)
     }
 
     /// Read up to `size` bytes at `offset` into `buf` (its length becomes the
@@ -955,12 +939,10 @@ impl Fs {
     ) -> Result<Filled, i32> {
         let h = self.handle(fh)?;
         let stale = |path: &Path, len: u64| {
-            let msg = format!(
-                "{}: changed while open (its size is now {len}, not what the kernel holds); reads fail until it is reopened",
-                path.display()
-            );
-            self.warn_once(&msg, &msg);
-            Err(libc::EIO)
+            Err(self.changed_while_open(
+                path,
+                &format!("its size is now {len}, not what the kernel holds"),
+            ))
         };
         let past_end = |len: u64| paged && offset.saturating_add(size as u64) > round_to_page(len);
         match &*h {
@@ -970,15 +952,13 @@ impl Fs {
                 stamp,
                 fallback,
             } => {
-                if !self.raw_view_holds(path, *stamp, *fallback) {
-                    let msg = format!(
-                        "{}: changed while open and may now be presented as a container; reads fail until it is reopened",
-                        path.display()
+                let md = f.metadata().map_err(|e| errno_of(&e))?;
+                if !self.raw_view_holds(path, &md, *stamp, *fallback) {
+                    return Err(
+                        self.changed_while_open(path, "may now be presented as a container")
                     );
-                    self.warn_once(&msg, &msg);
-                    return Err(libc::EIO);
                 }
-                let len = f.metadata().map_err(|e| errno_of(&e))?.len();
+                let len = md.len();
                 if past_end(len) {
                     return stale(path, len);
                 }
@@ -1004,14 +984,7 @@ impl Fs {
                 // (reopen to see the new content), never old offsets over new bytes.
                 match std::fs::metadata(sp) {
                     Ok(m) if Some(Stamp::of(&m)) == *stamp => {}
-                    _ => {
-                        let msg = format!(
-                            "{}: changed while open; reads fail until it is reopened",
-                            sp.display()
-                        );
-                        self.warn_once(&msg, &msg);
-                        return Err(libc::EIO);
-                    }
+                    _ => return Err(self.changed_while_open(sp, "")),
                 }
                 let len = c.len();
                 if past_end(len) {

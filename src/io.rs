@@ -119,13 +119,15 @@ pub fn read_vec(src: &dyn Source, offset: u64, len: u64) -> Result<Vec<u8>> {
 /// symlinks). A fifo, socket or device is refused instead of opened for
 /// good: opening a fifo blocks until a writer comes (a daemon thread hung),
 /// and a device would be read as data. Checked on the opened descriptor, so
-/// a file replaced by a fifo after it was looked up is refused too.
-pub fn open_regular(path: &Path) -> std::io::Result<File> {
+/// a file replaced by a fifo after it was looked up is refused too. Returns
+/// the descriptor's metadata with it.
+pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
-    if !file.metadata()?.is_file() {
+    let md = file.metadata()?;
+    if !md.is_file() {
         return Err(std::io::Error::other(
             "not a regular file (a fifo, socket or device)",
         ));
@@ -139,17 +141,16 @@ pub fn open_regular(path: &Path) -> std::io::Result<File> {
             libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
         }
     }
-    Ok(file)
+    Ok((file, md))
 }
 
 pub struct FileSource {
     file: File,
-    len: u64,
     path: PathBuf,
-    /// Size, modification and change times when opened: checked after every
-    /// read, so bytes read while the file was rewritten in place are never
-    /// used (a container's offsets over another version's bytes).
-    version: Version,
+    /// The file's stamp when opened (its length among it): checked after
+    /// every read, so bytes read while the file was rewritten in place are
+    /// never used (a container's offsets over another version's bytes).
+    version: Stamp,
     /// The same file opened with `O_DIRECT`, on first need (`None`: the
     /// file system refuses it).
     direct: OnceLock<Option<File>>,
@@ -161,33 +162,48 @@ pub struct FileSource {
 /// logical block size in common use; smaller ones divide it).
 const DIO_ALIGN: u64 = 4096;
 
-/// What identifies one version of a file's content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Version {
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+/// Identity of one version of a file's content: a change of any of these
+/// means other bytes (the file system keeps them for every file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Stamp {
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
+    pub(crate) ctime_ns: i128,
+    pub(crate) ino: u64,
+    pub(crate) dev: u64,
 }
 
-impl Version {
-    fn of(md: &std::fs::Metadata) -> Version {
+impl Stamp {
+    pub(crate) fn of(md: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
-        Version {
+        Stamp {
             size: md.len(),
-            mtime: (md.mtime(), md.mtime_nsec()),
-            ctime: (md.ctime(), md.ctime_nsec()),
+            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+            ino: md.ino(),
+            dev: md.dev(),
         }
+    }
+
+    /// `Changed` unless `now` is this same version of the file at `path`.
+    fn check(&self, now: Stamp, path: &Path) -> Result<()> {
+        if now == *self {
+            return Ok(());
+        }
+        Err(Error::new(
+            crate::error::ErrorKind::Changed,
+            "changed since it was opened (rewritten, truncated or replaced): reopen it to read the new content",
+        )
+        .in_file(path))
     }
 }
 
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self> {
-        let file = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
-        let md = file.metadata().map_err(|e| Error::from(e).in_file(path))?;
+        let (file, md) = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
         Ok(FileSource {
             file,
-            len: md.len(),
-            version: Version::of(&md),
+            version: Stamp::of(&md),
             path: path.to_path_buf(),
             direct: OnceLock::new(),
             direct_ok: AtomicBool::new(true),
@@ -202,14 +218,7 @@ impl FileSource {
             .file
             .metadata()
             .map_err(|e| Error::from(e).in_file(&self.path))?;
-        if Version::of(&md) == self.version {
-            return Ok(());
-        }
-        Err(Error::new(
-            crate::error::ErrorKind::Changed,
-            "changed since it was opened (rewritten or truncated in place): reopen it to read the new content",
-        )
-        .in_file(&self.path))
+        self.version.check(Stamp::of(&md), &self.path)
     }
 
     /// The file again, with `O_DIRECT`: reopened through `/proc/self/fd`,
@@ -323,7 +332,7 @@ fn mostly_uncached(file: &File, offset: u64, len: u64) -> Option<bool> {
 
 impl Source for FileSource {
     fn len(&self) -> u64 {
-        self.len
+        self.version.size
     }
     fn will_need(&self, offset: u64, len: u64) {
         let (Ok(o), Ok(l)) = (i64::try_from(offset), i64::try_from(len)) else {
@@ -359,7 +368,7 @@ impl Source for FileSource {
         access: Access,
         scratch: &'a mut Vec<u8>,
     ) -> Result<(&'a [u8], bool)> {
-        check_range(self.len, offset, len as u64)?;
+        check_range(self.version.size, offset, len as u64)?;
         let direct = self.direct_ok.load(Ordering::Relaxed)
             && match access {
                 Access::Buffered => false,
@@ -437,8 +446,8 @@ static KEPT_OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 pub struct LazyFileSource {
     path: PathBuf,
     kept: OnceLock<FileSource>,
-    /// Length and version at the first open.
-    first: OnceLock<(u64, Version)>,
+    /// The file's stamp at the first open (its length among it).
+    first: OnceLock<Stamp>,
 }
 
 impl LazyFileSource {
@@ -461,14 +470,8 @@ impl LazyFileSource {
             return f(k);
         }
         let file = FileSource::open(&self.path)?;
-        let (len, version) = *self.first.get_or_init(|| (file.len, file.version));
-        if file.version != version || file.len != len {
-            return Err(Error::new(
-                crate::error::ErrorKind::Changed,
-                "changed since it was first opened (rewritten or replaced): reopen it to read the new content",
-            )
-            .in_file(&self.path));
-        }
+        let first = *self.first.get_or_init(|| file.version);
+        first.check(file.version, &self.path)?;
         if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) < max_kept_open() {
             match self.kept.set(file) {
                 Ok(()) => return f(self.kept.get().expect("just set")),
@@ -498,8 +501,8 @@ impl Source for LazyFileSource {
     /// length checks pass and the read itself reports the open error (with
     /// the file's name) instead of a misleading "source has 0 bytes".
     fn len(&self) -> u64 {
-        if let Some((len, _)) = self.first.get() {
-            return *len;
+        if let Some(first) = self.first.get() {
+            return first.size;
         }
         self.with(|f| Ok(f.len())).unwrap_or(u64::MAX)
     }
@@ -521,16 +524,7 @@ impl Source for LazyFileSource {
         access: Access,
         scratch: &'a mut Vec<u8>,
     ) -> Result<(&'a [u8], bool)> {
-        let mut at = None;
-        self.with(|f| {
-            let (got, direct) = f.read_span(offset, len, access, scratch)?;
-            // Where in `scratch` the bytes landed (the borrow ends here).
-            let start = got.as_ptr() as usize - scratch.as_ptr() as usize;
-            at = Some((start, direct));
-            Ok(())
-        })?;
-        let (start, direct) = at.expect("set by the read");
-        Ok((&scratch[start..start + len], direct))
+        self.with(|f| f.read_span(offset, len, access, scratch))
     }
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
