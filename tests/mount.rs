@@ -64,6 +64,16 @@ fn wait_for(cond: impl Fn() -> bool, what: &str) {
     }
 }
 
+/// A xorshift generator: tests need repeatable, not good, randomness.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 struct Mount {
     dir: tempfile::TempDir,
     child: Option<Child>,
@@ -81,20 +91,35 @@ impl Mount {
         Mount::prepare().mount_foreground(extra)
     }
     /// Mount a prepared tree in the foreground (`-f`) as a child process.
-    fn mount_foreground(mut self, extra: &[&str]) -> Mount {
-        let m = &mut self;
+    fn mount_foreground(self, extra: &[&str]) -> Mount {
+        self.spawn(extra, Stdio::inherit())
+    }
+    /// Mount a prepared tree in the foreground, its log in a file: the
+    /// mount and that file's path.
+    fn mount_logged(self, extra: &[&str]) -> (Mount, PathBuf) {
+        let log = self.dir.path().join("log");
+        let m = self.spawn(extra, std::fs::File::create(&log).unwrap().into());
+        (m, log)
+    }
+    fn spawn(mut self, extra: &[&str], stderr: Stdio) -> Mount {
         let child = Command::new(BIN)
             .arg("-f")
             .args(extra)
-            .arg(m.src())
-            .arg(m.mp())
-            .stderr(Stdio::inherit())
+            .arg(self.src())
+            .arg(self.mp())
+            .stderr(stderr)
             .spawn()
             .unwrap();
-        let mp = m.mp();
-        m.child = Some(child);
+        let mp = self.mp();
+        self.child = Some(child);
         wait_for(|| is_mounted(&mp), "the mount");
         self
+    }
+    /// Unmount, and check the daemon's log (`mount_logged`) shows no panic.
+    fn unmount_without_panic(&mut self, log: &Path) {
+        self.unmount();
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(!text.contains("panicked"), "{text}");
     }
     fn prepare() -> Mount {
         let dir = tempfile::tempdir().unwrap();
@@ -662,18 +687,8 @@ fn damaged_chunk_is_eio_for_that_range_only_and_logged_once() {
     }
     let m = Mount::prepare();
     damaged_copy(&m.src());
-    let log = m.dir.path().join("log");
-    let mut m = m;
-    let child = Command::new(BIN)
-        .arg("-f")
-        .arg(m.src())
-        .arg(m.mp())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    m.child = Some(child);
+    let (mut m, log) = m.mount_logged(&[]);
     let mp = m.mp();
-    wait_for(|| is_mounted(&mp), "the mount");
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     for _ in 0..3 {
         // Direct I/O, so every attempt reaches the daemon.
@@ -732,14 +747,9 @@ fn small_random_reads_then_cached_blocks_are_exact() {
     let mut m = Mount::foreground(&[]);
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let f = std::fs::File::open(m.mp().join("series")).unwrap();
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut rand = xorshift(0x2545_F491_4F6C_DD1D);
     let offs: Vec<u64> = (0..200)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % (whole.len() as u64 - 4096) / 4096 * 4096
-        })
+        .map(|_| rand() % (whole.len() as u64 - 4096) / 4096 * 4096)
         .collect();
     for pass in 0..2 {
         // SAFETY: a valid descriptor; advice only.
@@ -780,6 +790,34 @@ fn direct_source_io_serves_exact_bytes() {
     m.unmount();
 }
 
+/// Why `got`, read at `o`, matches none of `versions`: which versions each
+/// page of it matches, how much of it is zeros, where its first bytes are
+/// found.
+fn mismatch(versions: &[Vec<u8>], o: usize, got: &[u8]) -> String {
+    let n = got.len();
+    let mut pages = Vec::new();
+    let mut p = o;
+    while p < o + n {
+        let e = ((p / 4096 + 1) * 4096).min(o + n);
+        let m: Vec<usize> = (0..versions.len())
+            .filter(|&i| versions[i].get(p..e) == Some(&got[p - o..e - o]))
+            .collect();
+        pages.push(format!("{}:{m:?}", p / 4096));
+        p = e;
+    }
+    let zeros = got.iter().filter(|&&b| b == 0).count();
+    let head = &got[..n.min(32)];
+    let elsewhere: Vec<Option<usize>> = versions
+        .iter()
+        .map(|v| v.windows(head.len()).position(|w| w == head))
+        .collect();
+    let lens: Vec<usize> = versions.iter().map(|v| v.len()).collect();
+    format!(
+        "a read of {n} bytes at {o} matches no version of the file; pages: {}; {zeros} zero bytes; its first bytes found in the versions at {elsewhere:?}; their lengths {lens:?}",
+        pages.join(" ")
+    )
+}
+
 /// Sources truncated, rewritten in place and replaced by rename while
 /// readers read them through the mount, for a few seconds: every read
 /// returns bytes of one version (either frame's content, or the raw bytes of
@@ -808,19 +846,8 @@ fn sources_changing_while_read_serve_one_version_per_read() {
     ];
     let target = m.src().join("live.b2frame");
     std::fs::write(&target, &a_file).unwrap();
-    let log = m.dir.path().join("log");
-    let mut m = m;
-    m.child = Some(
-        Command::new(BIN)
-            .args(["-f", "-o", "cache_size=1M"])
-            .arg(m.src())
-            .arg(m.mp())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let (mut m, log) = m.mount_logged(&["-o", "cache_size=1M"]);
     let mp = m.mp();
-    wait_for(|| is_mounted(&mp), "the mount");
 
     let stop = AtomicBool::new(false);
     let (served, failed, seen) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
@@ -829,13 +856,7 @@ fn sources_changing_while_read_serve_one_version_per_read() {
             let (mp, versions, stop) = (&mp, &versions, &stop);
             let (served, failed, seen) = (&served, &failed, &seen);
             s.spawn(move || {
-                let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ t;
-                let mut rand = move || {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed
-                };
+                let mut rand = xorshift(0x9E37_79B9_7F4A_7C15 ^ t);
                 while !stop.load(Relaxed) {
                     // The name is `live` while it opens as a container and
                     // `live.b2frame` while it does not.
@@ -856,30 +877,10 @@ fn sources_changing_while_read_serve_one_version_per_read() {
                             Ok(n) => {
                                 let got = &buf[..n];
                                 let o = off as usize;
-                                let which = versions
-                                    .iter()
-                                    .position(|v| v.get(o..o + n) == Some(got));
+                                let which =
+                                    versions.iter().position(|v| v.get(o..o + n) == Some(got));
                                 let Some(which) = which else {
-                                    // Which versions each page of it matches.
-                                    let mut pages = Vec::new();
-                                    let mut p = o;
-                                    while p < o + n {
-                                        let e = ((p / 4096 + 1) * 4096).min(o + n);
-                                        let m: Vec<usize> = (0..4)
-                                            .filter(|&i| versions[i].get(p..e) == Some(&got[p - o..e - o]))
-                                            .collect();
-                                        pages.push(format!("{}:{m:?}", p / 4096));
-                                        p = e;
-                                    }
-                                    let zeros = got.iter().filter(|&&b| b == 0).count();
-                                    let head = &got[..got.len().min(32)];
-                                    let elsewhere: Vec<(usize, Option<usize>)> = (0..4)
-                                        .map(|i| (i, versions[i].windows(head.len()).position(|w| w == head)))
-                                        .collect();
-                                    panic!(
-                                        "a read of {n} bytes at {off} matches no version of the file; pages: {}; {zeros} zero bytes; its first bytes found in versions at {elsewhere:?}; lens {:?}",
-                                        pages.join(" "), versions.iter().map(|v| v.len()).collect::<Vec<_>>()
-                                    );
+                                    panic!("{}", mismatch(versions, o, got));
                                 };
                                 served.fetch_add(1, Relaxed);
                                 seen.fetch_or(1 << which, Relaxed);
@@ -937,9 +938,7 @@ fn sources_changing_while_read_serve_one_version_per_read() {
         reference_bytes("frame/blocks-lz4.b2frame"),
         "other files are served throughout"
     );
-    m.unmount();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(!text.contains("panicked"), "{text}");
+    m.unmount_without_panic(&log);
 }
 
 /// Files deleted, recreated and replaced by rename under their names while
@@ -959,18 +958,7 @@ fn names_recreated_while_read_never_serve_another_file() {
     let (src, mp) = (dir.path().join("src"), dir.path().join("mnt"));
     std::fs::create_dir_all(&src).unwrap();
     std::fs::create_dir_all(&mp).unwrap();
-    let log = dir.path().join("log");
-    let mut m = Mount { dir, child: None };
-    m.child = Some(
-        Command::new(BIN)
-            .arg("-f")
-            .arg(&src)
-            .arg(&mp)
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(|| is_mounted(&mp), "the mount");
+    let (mut m, log) = Mount { dir, child: None }.mount_logged(&[]);
     let content = |name: &str, gen: u64| format!("{name}:{gen}:").repeat(50).into_bytes();
     let stop = AtomicBool::new(false);
     let (served, failed) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -978,13 +966,7 @@ fn names_recreated_while_read_never_serve_another_file() {
         for t in 0..3u64 {
             let (mp, stop, served, failed) = (&mp, &stop, &served, &failed);
             s.spawn(move || {
-                let mut seed = 0x2545_F491_4F6C_DD1Du64 ^ (t + 1);
-                let mut rand = move || {
-                    seed ^= seed << 13;
-                    seed ^= seed >> 7;
-                    seed ^= seed << 17;
-                    seed
-                };
+                let mut rand = xorshift(0x2545_F491_4F6C_DD1D ^ (t + 1));
                 while !stop.load(Relaxed) {
                     let name = format!("f{}", rand() % 20);
                     if rand() % 5 == 0 {
@@ -1014,13 +996,11 @@ fn names_recreated_while_read_never_serve_another_file() {
             });
         }
         // The writer: replace by rename, delete, rewrite in place.
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut rand = xorshift(0x9E37_79B9_7F4A_7C15);
         let t0 = Instant::now();
         let mut gen = 0;
         while t0.elapsed() < Duration::from_secs(4) {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            let seed = rand();
             gen += 1;
             let name = format!("f{}", seed % 20);
             let p = src.join(&name);
@@ -1062,9 +1042,7 @@ fn names_recreated_while_read_never_serve_another_file() {
             held()
         );
     }
-    m.unmount();
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(!text.contains("panicked"), "{text}");
+    m.unmount_without_panic(&log);
 }
 
 /// A sparse frame of more chunk files than the daemon may hold open (its
