@@ -843,7 +843,12 @@ impl ChunkCtx {
     /// decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.header.block_len(i) as usize;
-        if !after::open() || dst.len() > PART_MAX || dst.len() > len / 4 || !self.missing(i) {
+        if !after::open()
+            || dst.len() > PART_MAX
+            || dst.len() > len / 4
+            || len > decode::BIG_BLOCK
+            || !self.missing(i)
+        {
             return Ok(false);
         }
         let Some(ts) = decode::lone_shuffle(&self.layout.header) else {

@@ -12,14 +12,31 @@ use crate::format::chunk::{filter_id, ChunkLayout, Special};
 use std::cell::RefCell;
 
 thread_local! {
-    /// Intermediate buffers of the filter pipeline, kept per thread. Large
-    /// ones are their own mappings whose pages are only mapped as they are
-    /// written (a lying block size costs address space, not memory).
-    static SCRATCH: RefCell<(BlockBuf, BlockBuf)> = RefCell::new((BlockBuf::new(0), BlockBuf::new(0)));
+    /// The filter pipeline's intermediate buffer, kept per thread (the steps
+    /// go back and forth between it and the output). A large one is its own
+    /// mapping whose pages are only mapped as they are written (a lying
+    /// block size costs address space, not memory).
+    static SCRATCH: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
 }
 
 /// Scratch buffers larger than this are given back after each block.
 pub(crate) const KEEP_SCRATCH: usize = 4 << 20;
+
+/// Blocks larger than this are decoded one at a time in the whole process
+/// (see [`big_block_turn`]).
+pub const BIG_BLOCK: usize = 64 << 20;
+
+/// Decoding a block touches up to twice its size (the block and one
+/// scratch buffer), and a chunk of 100 bytes may declare blocks of C-Blosc2's
+/// 512 MiB maximum (a run-length stream is 5 bytes). Threads decoding such
+/// blocks at once would each need a GiB: a block above [`BIG_BLOCK`] waits
+/// for its turn (held while it is decoded), so together they never need more
+/// than about 1 GiB. Blocks that large are rare in real files (C-Blosc2
+/// chooses blocks of a few MiB at most).
+pub fn big_block_turn(len: usize) -> Option<parking_lot::MutexGuard<'static, ()>> {
+    static TURN: parking_lot::Mutex<()> = parking_lot::const_mutex(());
+    (len > BIG_BLOCK).then(|| TURN.lock())
+}
 
 /// Make `x` `n` bytes long (contents are garbage), reallocating only to grow.
 pub(crate) fn scratch(x: &mut BlockBuf, n: usize) {
@@ -96,6 +113,7 @@ pub fn decode_block(
         out.copy_from_slice(&data[..bsize]);
         return Ok(());
     }
+    let _turn = big_block_turn(bsize);
     let steps = steps(h)?;
     let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
     if moving == 0 {
@@ -106,15 +124,11 @@ pub fn decode_block(
         return Ok(());
     }
     SCRATCH.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let (a, b) = &mut *cell;
-        scratch(a, bsize);
-        scratch(b, if moving > 1 { bsize } else { 0 });
-        let r = run_steps(layout, i, data, block0, out, &steps, moving, a, b);
-        for x in [a, b] {
-            if x.capacity() > KEEP_SCRATCH {
-                *x = BlockBuf::new(0);
-            }
+        let mut a = cell.borrow_mut();
+        scratch(&mut a, bsize);
+        let r = run_steps(layout, i, data, block0, out, &steps, &mut a);
+        if a.capacity() > KEEP_SCRATCH {
+            *a = BlockBuf::new(0);
         }
         r
     })
@@ -150,11 +164,13 @@ pub fn decode_block_streams(
         "internal: block buffer of {} bytes for a block of {bsize}",
         out.len()
     );
+    let _turn = big_block_turn(bsize);
     decode_streams(layout, i, data, out)
 }
 
-/// The filter pipeline of one block through the scratch buffers `a`, `b`.
-#[allow(clippy::too_many_arguments)]
+/// The filter pipeline of one block: the streams are decoded into `out` or
+/// the scratch buffer `a`, and each step that moves bytes goes from one to
+/// the other, chosen so that the last writes into `out` (no final copy).
 fn run_steps(
     layout: &ChunkLayout,
     i: u32,
@@ -162,44 +178,36 @@ fn run_steps(
     block0: Option<&[u8]>,
     out: &mut [u8],
     steps: &[Step],
-    moving: usize,
     a: &mut [u8],
-    b: &mut [u8],
 ) -> Result<()> {
     let h = &layout.header;
-    // Targets of the buffer-to-buffer steps, chosen backwards so the last
-    // one writes straight into `out` (no final copy).
-    let mut targets = vec![Buf::Out; moving];
-    for k in (0..moving.saturating_sub(1)).rev() {
-        targets[k] = if (moving - 1 - k) % 2 == 1 {
-            Buf::A
-        } else {
-            Buf::B
-        };
+    let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
+    // Where the streams go: an even number of moves from `out` lands there.
+    let mut in_out = moving % 2 == 0;
+    if in_out {
+        decode_streams(layout, i, data, out)?;
+    } else {
+        decode_streams(layout, i, data, a)?;
     }
-    let mut cur = match targets[0] {
-        Buf::A => Buf::B,
-        _ => Buf::A,
-    };
-    decode_streams(layout, i, data, buf(cur, out, a, b))?;
     let ts = h.typesize as usize;
-    let mut k = 0;
     for step in steps {
-        if let Step::Delta = step {
-            delta_step(ts, i, block0, buf(cur, out, a, b))?;
-            continue;
-        }
-        let dst_id = targets[k];
-        k += 1;
-        let (src, dst) = pair(cur, dst_id, out, a, b);
+        let (src, dst): (&mut [u8], &mut [u8]) = if in_out {
+            (&mut *out, &mut *a)
+        } else {
+            (&mut *a, &mut *out)
+        };
         match step {
+            Step::Delta => {
+                delta_step(ts, i, block0, src)?;
+                continue;
+            }
             Step::Unshuffle(t) => filter::shuffle::unshuffle(*t, src, dst),
             Step::Bitunshuffle => filter::bitshuffle::bitunshuffle(ts, src, dst, h.version)?,
             Step::Bytedelta(t) => filter::bytedelta::decode(*t, src, dst)?,
-            Step::Delta => unreachable!(),
         }
-        cur = dst_id;
+        in_out = !in_out;
     }
+    debug_assert!(in_out, "the last step writes into the output");
     Ok(())
 }
 
@@ -251,40 +259,6 @@ fn delta_step(ts: usize, i: u32, block0: Option<&[u8]>, data: &mut [u8]) -> Resu
     Ok(())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Buf {
-    Out,
-    A,
-    B,
-}
-
-fn buf<'x>(id: Buf, out: &'x mut [u8], a: &'x mut [u8], b: &'x mut [u8]) -> &'x mut [u8] {
-    match id {
-        Buf::Out => out,
-        Buf::A => a,
-        Buf::B => b,
-    }
-}
-
-/// Distinct source and destination buffers.
-fn pair<'x>(
-    s: Buf,
-    d: Buf,
-    out: &'x mut [u8],
-    a: &'x mut [u8],
-    b: &'x mut [u8],
-) -> (&'x [u8], &'x mut [u8]) {
-    match (s, d) {
-        (Buf::A, Buf::B) => (a, b),
-        (Buf::B, Buf::A) => (b, a),
-        (Buf::A, Buf::Out) => (a, out),
-        (Buf::B, Buf::Out) => (b, out),
-        (Buf::Out, Buf::A) => (out, a),
-        (Buf::Out, Buf::B) => (out, b),
-        _ => unreachable!("source and destination are always distinct"),
-    }
-}
-
 /// Decompress the streams of block `i` into `out` (no filters).
 fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> Result<()> {
     let h = &layout.header;
@@ -321,6 +295,12 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
                 token & 1 != 0,
                 unsupported,
                 "stream {j}: unsupported stream token {token:#x}"
+            );
+            // A run repeats one byte: its size field is minus that byte.
+            ensure!(
+                csize >= -255,
+                corrupt,
+                "stream {j}: run of byte {csize} (a run's size is -1 to -255)"
             );
             dst.fill(csize.unsigned_abs() as u8);
             continue;

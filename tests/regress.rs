@@ -100,10 +100,30 @@ fn open_regress(name: &str) -> bloscfs::Result<bloscfs::Container> {
         .map(|c| c.expect("a container"))
 }
 
-fn peak_rss() -> u64 {
+fn status_bytes(field: &str) -> u64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let l = s.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let l = s.lines().find(|l| l.starts_with(field)).unwrap();
     l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Run `f` alone among this file's tests and return what it returned with
+/// how far the process's resident memory rose above where it stood before
+/// (its peak, reset first: an earlier test's peak must not hide this one's),
+/// and how much of that it kept.
+fn memory_of<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
+    let _alone = alone();
+    std::fs::write("/proc/self/clear_refs", "5").expect("resetting the peak RSS");
+    let base = status_bytes("VmRSS:");
+    let r = f();
+    let peak = status_bytes("VmHWM:").saturating_sub(base);
+    let kept = status_bytes("VmRSS:").saturating_sub(base);
+    (r, peak, kept)
+}
+
+/// Tests that may use much memory take turns, so that none counts another's.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Found by `sparse_frame` (OOM, 2373 MB RSS): the chunk files of a sparse frame are recorded with a
@@ -121,10 +141,11 @@ fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
     let dir = sparse_frame_dir(&input("sframe-chunk-cbytes-beyond-file.bin"));
     let env = bloscfs::Env::new(1 << 20);
     let c = bloscfs::open_path_with(dir.path(), &env).unwrap().unwrap();
-    let before = peak_rss();
-    let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
-    assert!(c.read_at(0, &mut buf).is_err());
-    let grew = peak_rss().saturating_sub(before);
+    let (r, grew, _) = memory_of(|| {
+        let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
+        c.read_at(0, &mut buf)
+    });
+    assert!(r.is_err());
     assert!(grew < 256 << 20, "one read raised peak RSS by {grew} bytes");
 }
 
@@ -180,21 +201,16 @@ fn lying_block_size_maps_no_memory() {
     let max = MAX_BLOCKSIZE.to_le_bytes();
     data[4..8].copy_from_slice(&max);
     data[8..12].copy_from_slice(&max);
-    let rss = || {
-        let s = std::fs::read_to_string("/proc/self/status").unwrap();
-        let l = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-        l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
-    };
-    let (hwm0, rss0) = (peak_rss(), rss());
-    for _ in 0..3 {
-        fuzz_read_at(&data);
-    }
-    let (hwm1, rss1) = (peak_rss(), rss());
+    let ((), peak, kept) = memory_of(|| {
+        for _ in 0..3 {
+            fuzz_read_at(&data);
+        }
+    });
     assert!(
-        hwm1 < hwm0 + (64 << 20) && rss1 < rss0 + (32 << 20),
+        peak < 64 << 20 && kept < 32 << 20,
         "a lying 512 MiB block cost memory: peak +{} MiB, kept +{} MiB",
-        (hwm1 - hwm0) >> 20,
-        rss1.saturating_sub(rss0) >> 20
+        peak >> 20,
+        kept >> 20
     );
     // One byte over the maximum is refused at the header.
     data[8..12].copy_from_slice(&(MAX_BLOCKSIZE + 1).to_le_bytes());
@@ -216,19 +232,19 @@ fn lying_block_size_maps_no_memory() {
 #[test]
 fn variable_frame_declaring_millions_of_special_chunks() {
     let data = input("frame-variable-many-specials.bin");
-    let before = peak_rss();
     let src = Arc::new(MemSource::new(data.clone()));
     let env = bloscfs::Env::new(1 << 20);
-    let e = refusal(bloscfs::detect::open_source(
-        src,
-        Path::new("regress"),
-        &env,
-    ));
+    let (e, grew, _) = memory_of(|| {
+        refusal(bloscfs::detect::open_source(
+            src,
+            Path::new("regress"),
+            &env,
+        ))
+    });
     assert!(
         e.contains("declares 12583203 chunks of variable size, but there is room for"),
         "{e}"
     );
-    let grew = peak_rss().saturating_sub(before);
     assert!(
         grew < 64 << 20,
         "refusing it raised peak RSS by {grew} bytes"
@@ -244,6 +260,7 @@ fn variable_frame_declaring_millions_of_special_chunks() {
 /// what the directory holds (twice its entries, plus 64).
 #[test]
 fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
+    let _alone = alone();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("big.b2frame");
     common::copy(
@@ -291,9 +308,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
 /// special chunks is one table entry.
 #[test]
 fn frame_of_millions_of_zero_chunks_is_one_entry() {
-    let before = peak_rss();
-    let c = open_regress("frame-zeros-16m-chunks.b2frame").unwrap();
-    let grew = peak_rss().saturating_sub(before);
+    let (c, grew, _) = memory_of(|| open_regress("frame-zeros-16m-chunks.b2frame").unwrap());
     assert_eq!(c.len(), ((1u64 << 24) - 1) * 65536);
     assert_eq!(c.info().nchunks, (1 << 24) - 1);
     assert_eq!(c.chunks().len(), 1);
@@ -361,11 +376,103 @@ fn special_chunks_alternating_kinds_are_capped() {
     }
 
     const { assert!(68000 > bloscfs::open::frame::MAX_SPECIAL_CHANGES) };
-    let before = peak_rss();
-    let e = refusal(open_regress("frame-alternating-specials-68000.b2frame"));
+    let (e, grew, _) =
+        memory_of(|| refusal(open_regress("frame-alternating-specials-68000.b2frame")));
     assert!(
         e.contains("special chunks change kind more than 65536 times"),
         "{e}"
     );
-    assert!(peak_rss().saturating_sub(before) < 64 << 20);
+    assert!(
+        grew < 64 << 20,
+        "refusing it raised peak RSS by {grew} bytes"
+    );
+}
+
+/// Found by `read_at` (OOM in fork mode, pass 9): a 110-byte chunk of two
+/// blocks of 372 and 195 MiB, with bitshuffle and shuffle. A stream's size
+/// of -1157627842 was taken as a run of one byte (C-Blosc2 refuses a run
+/// below -255: its size is minus the byte repeated), so block 0 decoded:
+/// 372 MiB of one byte through two filters took three buffers of the block
+/// (the output and two scratch buffers, 1.1 GB), and two threads decoding
+/// blocks at once (the reader and the decode-ahead pool, or `bloscfs cat`'s
+/// workers) passed libFuzzer's 2 GB (`bloscfs cat`: 2.3 GB). Now such a size
+/// is refused, a block's filters go back and forth between the output and
+/// one scratch buffer, and blocks above 64 MiB are decoded one at a time.
+#[test]
+fn run_size_below_minus_255_is_refused() {
+    let data = input("chunk-run-size-below-minus-255.bin");
+    let (r, peak, _) = memory_of(|| {
+        let c = bloscfs::detect::open_source(
+            Arc::new(MemSource::new(data.clone())),
+            Path::new("regress"),
+            &bloscfs::Env::new(1 << 20),
+        )
+        .unwrap()
+        .unwrap();
+        let mut buf = vec![0u8; 4096];
+        c.read_at(0, &mut buf).map_err(|e| e.to_string())
+    });
+    let e = r.unwrap_err();
+    assert!(
+        e.contains("block 0: stream 0: run of byte -1157627842"),
+        "{e}"
+    );
+    assert!(
+        peak < 64 << 20,
+        "refusing it raised peak RSS by {peak} bytes"
+    );
+}
+
+/// The same through legitimate runs (C-Blosc2 decodes this chunk to the
+/// same bytes): two blocks of 256 MiB, each a run of one byte through
+/// bitshuffle and shuffle, read by two threads at once. Each decode touches
+/// twice its block (output and one scratch buffer), and the two take turns:
+/// about 512 MiB in all, where three buffers each at once took 1.5 GiB.
+#[test]
+fn two_threads_decoding_256_mib_blocks_take_turns() {
+    let data = input("chunk-two-256mib-run-blocks.bin");
+    let c = bloscfs::detect::open_source(
+        Arc::new(MemSource::new(data)),
+        Path::new("regress"),
+        &bloscfs::Env::new(1 << 20),
+    )
+    .unwrap()
+    .unwrap();
+    const BLOCK: u64 = 256 << 20;
+    assert_eq!(c.len(), 2 * BLOCK);
+    let start = std::sync::Barrier::new(2);
+    let (got, peak, kept) = memory_of(|| {
+        std::thread::scope(|s| {
+            let reads: Vec<_> = [(BLOCK - 5, 0xc2u8), (2 * BLOCK - 5, 0x11)]
+                .into_iter()
+                .map(|(at, byte)| {
+                    let (c, start) = (&c, &start);
+                    s.spawn(move || {
+                        let mut buf = [0u8; 5];
+                        start.wait();
+                        c.read_at(at, &mut buf).unwrap();
+                        (buf, byte)
+                    })
+                })
+                .collect();
+            reads
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        })
+    });
+    // A run of one byte, bit-unshuffled (element size 1: each byte's bits
+    // spread over 8 bytes) then unshuffled (a copy at size 1).
+    for (buf, byte) in got {
+        let want: Vec<u8> = (3..8)
+            .map(|k| if byte >> k & 1 == 1 { 0xff } else { 0 })
+            .collect();
+        assert_eq!(buf[..], want[..], "run of {byte:#x}");
+    }
+    assert!(
+        peak < 2 * BLOCK + BLOCK / 2,
+        "two 256 MiB blocks decoded at once took {} MiB",
+        peak >> 20
+    );
+    assert!(kept < 32 << 20, "kept {} MiB", kept >> 20);
 }
