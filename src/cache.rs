@@ -181,7 +181,8 @@ struct Shard {
 
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
-    shard_budget: usize,
+    /// Shared by the shards: a shard holds what its blocks were let in for.
+    budget: u64,
     bytes: AtomicU64,
     /// Buffers of evicted or consumed blocks (their pages are mapped
     /// already: decoding into fresh memory costs a page fault per 4 KiB).
@@ -192,7 +193,6 @@ pub struct BlockCache {
 impl BlockCache {
     /// A cache holding at most `budget` bytes of decoded blocks.
     pub fn new(budget: u64) -> Self {
-        let shard_budget = (budget / SHARDS as u64) as usize;
         BlockCache {
             shards: (0..SHARDS)
                 .map(|_| {
@@ -202,20 +202,24 @@ impl BlockCache {
                     })
                 })
                 .collect(),
-            shard_budget,
+            budget,
             bytes: AtomicU64::new(0),
             spares: Mutex::new(Vec::new()),
             spare_bytes: SPARE_BYTES.min((budget / 8) as usize),
         }
     }
 
-    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
+    fn shard_of(&self, key: &BlockKey) -> usize {
         let h = key
             .0
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(key.1.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
             .wrapping_add(key.2 as u64);
-        &self.shards[(h >> 32) as usize % SHARDS]
+        (h >> 32) as usize % SHARDS
+    }
+
+    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
+        &self.shards[self.shard_of(key)]
     }
 
     pub fn get(&self, key: &BlockKey) -> Option<Block> {
@@ -281,36 +285,76 @@ impl BlockCache {
         (v.unwrap_or_else(|| BlockBuf::new(len)), left)
     }
 
-    /// Insert a block; blocks larger than a shard's budget are not kept.
+    /// Insert a block, evicting the least recently used blocks (of its own
+    /// shard first, then of the others) until it fits the budget. A block
+    /// larger than half the budget is not kept (two must fit: a delta
+    /// block is decoded against block 0 of its chunk).
     pub fn insert(&self, key: BlockKey, block: Block) {
-        let size = block.footprint();
-        if size > self.shard_budget {
+        let size = block.footprint() as u64;
+        if size > self.budget / 2 {
             return;
         }
-        let mut freed = 0usize;
         let mut evicted = Vec::new();
-        {
-            let mut s = self.shard(&key).lock();
-            if let Some(old) = s.lru.put(key, block) {
-                freed += old.footprint();
-                evicted.push(old);
-            }
-            s.bytes = s.bytes + size - freed;
-            while s.bytes > self.shard_budget {
-                match s.lru.pop_lru() {
-                    Some((_, v)) => {
-                        s.bytes -= v.footprint();
-                        freed += v.footprint();
-                        evicted.push(v);
-                    }
-                    None => break,
+        if self.reserve(size, self.shard_of(&key), &mut evicted) {
+            let old = {
+                let mut s = self.shards[self.shard_of(&key)].lock();
+                s.bytes += size as usize;
+                let old = s.lru.put(key, block);
+                if let Some(o) = &old {
+                    s.bytes -= o.footprint();
                 }
+                old
+            };
+            if let Some(o) = old {
+                self.bytes
+                    .fetch_sub(o.footprint() as u64, Ordering::Relaxed);
+                evicted.push(o);
             }
         }
-        self.bytes.fetch_add(size as u64, Ordering::Relaxed);
-        self.bytes.fetch_sub(freed as u64, Ordering::Relaxed);
         for v in evicted {
             self.recycle(v);
+        }
+    }
+
+    /// Count `size` more bytes against the budget, evicting blocks (from
+    /// shard `first`, then the next ones) until they fit. False if nothing
+    /// is left to evict and they still do not fit (other threads' blocks
+    /// are on their way in).
+    fn reserve(&self, size: u64, first: usize, evicted: &mut Vec<Block>) -> bool {
+        let (mut shard, mut empty) = (first, 0);
+        loop {
+            let cur = self.bytes.load(Ordering::Relaxed);
+            if cur + size <= self.budget {
+                if self
+                    .bytes
+                    .compare_exchange(cur, cur + size, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            let popped = {
+                let mut s = self.shards[shard].lock();
+                let v = s.lru.pop_lru().map(|(_, v)| v);
+                if let Some(v) = &v {
+                    s.bytes -= v.footprint();
+                }
+                v
+            };
+            match popped {
+                Some(v) => {
+                    self.bytes
+                        .fetch_sub(v.footprint() as u64, Ordering::Relaxed);
+                    evicted.push(v);
+                    empty = 0;
+                }
+                None if empty == SHARDS => return false,
+                None => {
+                    empty += 1;
+                    shard = (shard + 1) % SHARDS;
+                }
+            }
         }
     }
 
@@ -341,7 +385,7 @@ impl BlockCache {
 
     /// The byte budget.
     pub fn budget(&self) -> u64 {
-        (self.shard_budget * SHARDS) as u64
+        self.budget
     }
 }
 
@@ -463,5 +507,32 @@ mod tests {
         assert_eq!(c.bytes(), 0);
         c.recycle(b);
         assert_eq!(c.spares.lock().len(), 1);
+    }
+
+    /// The shards share one budget: a block of up to half of it is kept,
+    /// evicting other shards' blocks when its own has too few, and the cache
+    /// never holds more than the budget.
+    #[test]
+    fn shards_share_the_budget() {
+        let c = BlockCache::new(1 << 20);
+        let block = |n: usize| Arc::new(BlockBuf::from(vec![0u8; n]));
+        for i in 0..40 {
+            c.insert((1, i, 0), block(100 << 10));
+            assert!(c.bytes() <= c.budget());
+        }
+        let held = c.bytes();
+        assert!(held > (800 << 10), "{held}");
+        c.insert((2, 0, 0), block((512 << 10) + 1));
+        assert!(
+            !c.contains(&(2, 0, 0)),
+            "more than half the budget is not kept"
+        );
+        assert_eq!(c.bytes(), held);
+        c.insert((2, 1, 0), block(500 << 10));
+        assert!(c.contains(&(2, 1, 0)), "half the budget is kept");
+        assert!(c.bytes() <= c.budget());
+        let kept: usize = (0..40).filter(|&i| c.contains(&(1, i, 0))).count();
+        assert!((4..40).contains(&kept), "{kept} small blocks left");
+        assert_eq!(c.bytes(), ((kept * (100 << 10)) + (500 << 10)) as u64);
     }
 }

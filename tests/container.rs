@@ -516,3 +516,29 @@ fn first_random_read_hints_chunk_headers() {
         );
     }
 }
+
+/// A block larger than an eighth of the cache used never to be cached (the
+/// budget was split evenly between 8 shards): every read touching it decoded
+/// it whole again, 512 decodes of 16 MiB to read this 64 MiB file in 128 KiB
+/// pieces with `bloscfs cat`'s 64 MiB cache. The shards now share the budget,
+/// so a block of up to half of it is kept. The file is python-blosc2's
+/// (4.14: `SChunk(chunksize=32 MiB, data=np.arange(2**23), cparams={codec:
+/// ZSTD, clevel: 1, typesize: 8, blocksize: 16 MiB})`).
+#[test]
+fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
+    let env = Env::with_workers(64 << 20, 0);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/blocks-16m.b2frame");
+    let c = open_path_with(&path, &env).unwrap().unwrap();
+    assert_eq!(c.len(), 64 << 20);
+    let mut buf = vec![0u8; 128 << 10];
+    for (k, at) in (0..c.len()).step_by(buf.len()).enumerate() {
+        assert_eq!(c.read_at(at, &mut buf).unwrap(), buf.len());
+        for (j, v) in buf.chunks_exact(8).enumerate() {
+            let want = at / 8 + j as u64;
+            assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), want, "read {k}");
+        }
+        assert!(env.cache.bytes() <= env.cache.budget());
+    }
+    assert_eq!(decoded(&env), 4, "each of the 4 blocks decoded once");
+}
