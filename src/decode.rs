@@ -300,7 +300,7 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
             ensure!(
                 csize >= -255,
                 corrupt,
-                "stream {j}: run of byte {csize} (a run's size is -1 to -255)"
+                "stream {j}: size {csize} is not a run's (-1 to -255: minus the byte repeated)"
             );
             dst.fill(csize.unsigned_abs() as u8);
             continue;

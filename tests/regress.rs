@@ -414,7 +414,7 @@ fn run_size_below_minus_255_is_refused() {
     });
     let e = r.unwrap_err();
     assert!(
-        e.contains("block 0: stream 0: run of byte -1157627842"),
+        e.contains("block 0: stream 0: size -1157627842 is not a run's"),
         "{e}"
     );
     assert!(
