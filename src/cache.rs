@@ -295,9 +295,10 @@ impl BlockCache {
             return;
         }
         let mut evicted = Vec::new();
-        if self.reserve(size, self.shard_of(&key), &mut evicted) {
+        let shard = self.shard_of(&key);
+        if self.reserve(size, shard, &mut evicted) {
             let old = {
-                let mut s = self.shards[self.shard_of(&key)].lock();
+                let mut s = self.shards[shard].lock();
                 s.bytes += size as usize;
                 let old = s.lru.put(key, block);
                 if let Some(o) = &old {

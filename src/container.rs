@@ -836,10 +836,12 @@ impl ChunkCtx {
     /// Fill `dst` with bytes `lo..` of block `i` and reply before the rest
     /// of the block is done, when that applies: `dst` is small (at most
     /// [`PART_MAX`] and a quarter of the block), the block is neither cached
-    /// nor queued, its chunk's only filter is a byte shuffle, and a reply can
-    /// go first (`after`). Its streams are decoded, only `dst`'s bytes
-    /// unshuffled, and unshuffling the whole block into the cache is left
-    /// until the reply has gone. False when this does not apply (the caller
+    /// nor queued, its chunk's only filter is a byte shuffle, a reply can
+    /// go first (`after`), and the block is not above [`decode::BIG_BLOCK`]
+    /// (those wait for their turn in `decode_block`, and this would unshuffle
+    /// a second copy of it after the reply). Its streams are decoded, only
+    /// `dst`'s bytes unshuffled, and unshuffling the whole block into the
+    /// cache is left until the reply has gone. False when this does not apply (the caller
     /// decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.header.block_len(i) as usize;

@@ -116,17 +116,11 @@ pub fn decode_block(
     let _turn = big_block_turn(bsize);
     let steps = steps(h)?;
     let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
-    if moving == 0 {
-        decode_streams(layout, i, data, out)?;
-        for _ in &steps {
-            delta_step(h.typesize as usize, i, block0, out)?;
-        }
-        return Ok(());
-    }
     SCRATCH.with(|cell| {
         let mut a = cell.borrow_mut();
-        scratch(&mut a, bsize);
-        let r = run_steps(layout, i, data, block0, out, &steps, &mut a);
+        // No step moving bytes (none, or delta only): all in `out`.
+        scratch(&mut a, if moving > 0 { bsize } else { 0 });
+        let r = run_steps(layout, i, data, block0, out, &steps, moving, &mut a);
         if a.capacity() > KEEP_SCRATCH {
             *a = BlockBuf::new(0);
         }
@@ -164,13 +158,14 @@ pub fn decode_block_streams(
         "internal: block buffer of {} bytes for a block of {bsize}",
         out.len()
     );
-    let _turn = big_block_turn(bsize);
     decode_streams(layout, i, data, out)
 }
 
 /// The filter pipeline of one block: the streams are decoded into `out` or
-/// the scratch buffer `a`, and each step that moves bytes goes from one to
-/// the other, chosen so that the last writes into `out` (no final copy).
+/// the scratch buffer `a`, and each of the `moving` steps that move bytes
+/// goes from one to the other, chosen so that the last writes into `out` (no
+/// final copy). Delta steps work in place.
+#[allow(clippy::too_many_arguments)]
 fn run_steps(
     layout: &ChunkLayout,
     i: u32,
@@ -178,10 +173,10 @@ fn run_steps(
     block0: Option<&[u8]>,
     out: &mut [u8],
     steps: &[Step],
+    moving: usize,
     a: &mut [u8],
 ) -> Result<()> {
     let h = &layout.header;
-    let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
     // Where the streams go: an even number of moves from `out` lands there.
     let mut in_out = moving % 2 == 0;
     if in_out {

@@ -400,15 +400,8 @@ fn special_chunks_alternating_kinds_are_capped() {
 /// one scratch buffer, and blocks above 64 MiB are decoded one at a time.
 #[test]
 fn run_size_below_minus_255_is_refused() {
-    let data = input("chunk-run-size-below-minus-255.bin");
     let (r, peak, _) = memory_of(|| {
-        let c = bloscfs::detect::open_source(
-            Arc::new(MemSource::new(data.clone())),
-            Path::new("regress"),
-            &bloscfs::Env::new(1 << 20),
-        )
-        .unwrap()
-        .unwrap();
+        let c = open_regress("chunk-run-size-below-minus-255.bin").unwrap();
         let mut buf = vec![0u8; 4096];
         c.read_at(0, &mut buf).map_err(|e| e.to_string())
     });
@@ -430,14 +423,7 @@ fn run_size_below_minus_255_is_refused() {
 /// about 512 MiB in all, where three buffers each at once took 1.5 GiB.
 #[test]
 fn two_threads_decoding_256_mib_blocks_take_turns() {
-    let data = input("chunk-two-256mib-run-blocks.bin");
-    let c = bloscfs::detect::open_source(
-        Arc::new(MemSource::new(data)),
-        Path::new("regress"),
-        &bloscfs::Env::new(1 << 20),
-    )
-    .unwrap()
-    .unwrap();
+    let c = open_regress("chunk-two-256mib-run-blocks.bin").unwrap();
     const BLOCK: u64 = 256 << 20;
     assert_eq!(c.len(), 2 * BLOCK);
     let start = std::sync::Barrier::new(2);
