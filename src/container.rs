@@ -841,8 +841,8 @@ impl ChunkCtx {
     /// (those wait for their turn in `decode_block`, and this would unshuffle
     /// a second copy of it after the reply). Its streams are decoded, only
     /// `dst`'s bytes unshuffled, and unshuffling the whole block into the
-    /// cache is left until the reply has gone. False when this does not apply (the caller
-    /// decodes the block whole).
+    /// cache is left until the reply has gone. False when this does not
+    /// apply (the caller decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.header.block_len(i) as usize;
         if !after::open()

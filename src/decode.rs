@@ -115,12 +115,9 @@ pub fn decode_block(
     }
     let _turn = big_block_turn(bsize);
     let steps = steps(h)?;
-    let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
     SCRATCH.with(|cell| {
         let mut a = cell.borrow_mut();
-        // No step moving bytes (none, or delta only): all in `out`.
-        scratch(&mut a, if moving > 0 { bsize } else { 0 });
-        let r = run_steps(layout, i, data, block0, out, &steps, moving, &mut a);
+        let r = run_steps(layout, i, data, block0, out, &steps, &mut a);
         if a.capacity() > KEEP_SCRATCH {
             *a = BlockBuf::new(0);
         }
@@ -162,10 +159,10 @@ pub fn decode_block_streams(
 }
 
 /// The filter pipeline of one block: the streams are decoded into `out` or
-/// the scratch buffer `a`, and each of the `moving` steps that move bytes
-/// goes from one to the other, chosen so that the last writes into `out` (no
-/// final copy). Delta steps work in place.
-#[allow(clippy::too_many_arguments)]
+/// the scratch buffer `a` (sized here: a block, or nothing when no step
+/// moves bytes), and each step that moves bytes goes from one to the other,
+/// chosen so that the last writes into `out` (no final copy). Delta steps
+/// work in place.
 fn run_steps(
     layout: &ChunkLayout,
     i: u32,
@@ -173,10 +170,12 @@ fn run_steps(
     block0: Option<&[u8]>,
     out: &mut [u8],
     steps: &[Step],
-    moving: usize,
-    a: &mut [u8],
+    a: &mut BlockBuf,
 ) -> Result<()> {
     let h = &layout.header;
+    let moving = steps.iter().filter(|s| !matches!(s, Step::Delta)).count();
+    scratch(a, if moving > 0 { out.len() } else { 0 });
+    let a: &mut [u8] = a;
     // Where the streams go: an even number of moves from `out` lands there.
     let mut in_out = moving % 2 == 0;
     if in_out {
