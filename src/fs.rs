@@ -1065,7 +1065,7 @@ impl Fs {
                     return Ok(if want_hole { len } else { offset });
                 }
                 let off = offset as u64;
-                let chunks = c.chunks();
+                let chunks = c.checked_chunks().map_err(|e| e.errno())?;
                 let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
                 for (ci, e) in chunks.iter().enumerate().skip(start) {
                     let hole = match &e.loc {
@@ -1247,6 +1247,7 @@ mod tests {
                 nchunks: n as u64,
                 ..Info::default()
             },
+            sizes_assumed: false,
         };
         Arc::new(Container::new(Path::new("z"), index, Env::with_workers(1 << 20, 0)).unwrap())
     }
