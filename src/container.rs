@@ -19,6 +19,7 @@ use crate::format::chunk::{ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{Access, Source};
 use crate::npy::NdLayout;
+use crate::sizes::Sizes;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -102,6 +103,8 @@ pub struct Container {
     id: u64,
     path: PathBuf,
     index: Index,
+    /// The check of the chunk sizes the index assumes, if it assumes them.
+    sizes: Option<Sizes>,
     layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
     env: Env,
     view: View,
@@ -139,6 +142,7 @@ impl Container {
         Ok(Container {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             path: path.to_path_buf(),
+            sizes: index.sizes_assumed.then(Sizes::new),
             index,
             layouts: (0..n).map(|_| OnceLock::new()).collect(),
             env,
@@ -158,7 +162,7 @@ impl Container {
             .chunks
             .iter()
             .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }));
-        if let Some(Ok(l)) = first.map(|ci| self.layout(ci)) {
+        if let Some(Ok(l)) = first.map(|ci| self.load_layout(ci)) {
             if l.special.is_none() {
                 if let Ok(c) = l.header.codec() {
                     self.index.info.codec = c.name().to_string();
@@ -220,8 +224,60 @@ impl Container {
                 + std::mem::size_of::<OnceLock<Arc<ChunkLayout>>>())
     }
 
+    /// The chunk table as far as it is known: entries past the ones reads
+    /// have checked may not be where their chunks are (see
+    /// [`Container::checked_chunks`]).
     pub fn chunks(&self) -> &[ChunkEntry] {
-        &self.index.chunks
+        match self.sizes.as_ref().and_then(|s| s.rebuilt()) {
+            Some(Ok(t)) => t,
+            _ => &self.index.chunks,
+        }
+    }
+
+    /// The chunk table, every entry where its chunk's own size puts it.
+    pub fn checked_chunks(&self) -> Result<&[ChunkEntry]> {
+        self.table_to(0, self.raw_len())
+    }
+
+    /// The chunk table, with the entries that hold raw bytes up to `end`
+    /// checked: those before the one holding `from` by their chunks'
+    /// headers alone, the others by their layouts (read now: a read of
+    /// `from..end` needs them next). See [`crate::sizes`].
+    fn table_to(&self, from: u64, end: u64) -> Result<&[ChunkEntry]> {
+        let Some(sizes) = &self.sizes else {
+            return Ok(&self.index.chunks);
+        };
+        let t = &self.index.chunks;
+        let need = if end == 0 {
+            0
+        } else {
+            chunk_at(t, end - 1) + 1
+        };
+        let first = chunk_at(t, from);
+        sizes
+            .checked(t, need, self.raw_len(), |ci| {
+                let chunk = t[ci].chunk;
+                self.stored_nbytes(ci, ci >= first)
+                    .map_err(|e| e.in_chunk(chunk))
+            })
+            .map_err(|e| e.in_file(&self.path))
+    }
+
+    /// The uncompressed size stored chunk `ci`'s header gives, from its
+    /// layout (read now if `layout`) or its first 16 bytes.
+    fn stored_nbytes(&self, ci: usize, layout: bool) -> Result<u64> {
+        if layout || self.layouts[ci].get().is_some() {
+            return Ok(self.load_layout(ci)?.header.nbytes as u64);
+        }
+        match self.index.chunks[ci].loc {
+            ChunkLoc::Stored { src, offset, .. } => {
+                let source = self.index.sources[src as usize].as_ref();
+                let n = crate::open::frame::chunk_nbytes(source, offset)?;
+                Stats::add(&self.env.stats.source_bytes_read, 16);
+                Ok(n)
+            }
+            ChunkLoc::Special { .. } => Err(Error::corrupt("internal: size of a special chunk")),
+        }
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -231,13 +287,6 @@ impl Container {
     }
     pub fn env(&self) -> &Env {
         &self.env
-    }
-
-    /// Index of the chunk holding uncompressed byte `off` (< len).
-    fn chunk_at(&self, off: u64) -> usize {
-        self.index
-            .chunks
-            .partition_point(|c| c.uoff + c.ulen <= off)
     }
 
     /// Fill `buf` from offset `offset` of the presented file. Returns the
@@ -375,8 +424,10 @@ impl Container {
         if len == 0 || end > self.raw_len() {
             return false;
         }
-        let chunks = &self.index.chunks;
-        let mut ci = self.chunk_at(off);
+        let Ok(chunks) = self.table_to(off, end) else {
+            return false;
+        };
+        let mut ci = chunk_at(chunks, off);
         while ci < chunks.len() && chunks[ci].uoff < end {
             let zero = match &chunks[ci].loc {
                 ChunkLoc::Special { kind, .. } => kind.is_zeros(),
@@ -405,9 +456,12 @@ impl Container {
         if off >= end {
             return;
         }
-        let mut ci = self.chunk_at(off);
-        while ci < self.index.chunks.len() && self.index.chunks[ci].uoff < end {
-            let e = &self.index.chunks[ci];
+        let Ok(chunks) = self.table_to(off, end) else {
+            return;
+        };
+        let mut ci = chunk_at(chunks, off);
+        while ci < chunks.len() && chunks[ci].uoff < end {
+            let e = &chunks[ci];
             if let ChunkLoc::Stored { src, offset, .. } = e.loc {
                 let Ok(layout) = self.layout(ci) else { return };
                 if layout.special.is_none() {
@@ -516,10 +570,11 @@ impl Container {
             return Ok(0);
         }
         let want = (buf.len() as u64).min(len - offset) as usize;
+        let chunks = self.table_to(offset, offset + want as u64)?;
         let mut done = 0usize;
-        let mut ci = self.chunk_at(offset);
+        let mut ci = chunk_at(chunks, offset);
         while done < want {
-            let entry = &self.index.chunks[ci];
+            let entry = &chunks[ci];
             let pos = offset + done as u64;
             let a = pos - entry.uoff;
             let n = ((entry.ulen - a) as usize).min(want - done);
@@ -532,8 +587,22 @@ impl Container {
         Ok(done)
     }
 
-    /// The parsed layout of stored chunk `ci`, read on first use.
+    /// The parsed layout of stored chunk `ci`, read on first use, checked
+    /// to hold as many bytes as its entry in the chunk table.
     pub fn layout(&self, ci: usize) -> Result<Arc<ChunkLayout>> {
+        let layout = self.load_layout(ci)?;
+        let ulen = self.chunks()[ci].ulen;
+        ensure!(
+            layout.header.nbytes as u64 == ulen,
+            corrupt,
+            "chunk holds {} bytes but the container expects {ulen}",
+            layout.header.nbytes
+        );
+        Ok(layout)
+    }
+
+    /// The parsed layout of stored chunk `ci`, read on first use.
+    fn load_layout(&self, ci: usize) -> Result<Arc<ChunkLayout>> {
         if let Some(l) = self.layouts[ci].get() {
             return Ok(l.clone());
         }
@@ -565,13 +634,6 @@ impl Container {
             corrupt,
             "chunk header says {} compressed bytes but only {cbytes} are available",
             header.cbytes
-        );
-        ensure!(
-            header.nbytes as u64 == entry.ulen,
-            corrupt,
-            "chunk holds {} bytes but the container expects {}",
-            header.nbytes,
-            entry.ulen
         );
         let mut need = ChunkLayout::prefix_needed(&header, &head)?;
         let mut prefix = head;
@@ -626,7 +688,7 @@ impl Container {
 
     /// Read bytes `a..a+out.len()` of chunk `ci`.
     fn read_chunk(&self, ci: usize, a: u64, out: &mut [u8]) -> Result<()> {
-        let entry = &self.index.chunks[ci];
+        let entry = &self.chunks()[ci];
         let (src, offset) = match &entry.loc {
             ChunkLoc::Special {
                 kind,
@@ -706,6 +768,12 @@ impl Container {
         }
         Ok(())
     }
+}
+
+/// Index of the entry of `chunks` holding uncompressed byte `off` (< the
+/// content's length).
+fn chunk_at(chunks: &[ChunkEntry], off: u64) -> usize {
+    chunks.partition_point(|c| c.uoff + c.ulen <= off)
 }
 
 /// What decoding blocks of one stored chunk needs, without the container

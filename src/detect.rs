@@ -291,5 +291,6 @@ pub fn open_chunk(src: Arc<dyn Source>) -> Result<Index> {
         }],
         sources: vec![src],
         info,
+        sizes_assumed: false,
     })
 }

@@ -182,13 +182,11 @@ enum Handle {
     /// An opened container, the file whose identity it was opened at, that
     /// identity, and the inode it was opened for.
     Container(Arc<Container>, PathBuf, Option<Stamp>, u64),
-    /// A file served as its raw bytes: its path and identity at open, and
-    /// whether it is served so because it failed to open as a container.
+    /// A file served as its raw bytes: its path and identity at open.
     Plain {
         file: File,
         path: PathBuf,
         stamp: Stamp,
-        fallback: bool,
     },
 }
 
@@ -207,8 +205,9 @@ pub struct Fs {
     /// Stamp of each inode at its last open: unchanged means the kernel may
     /// keep its page cache.
     last_open: Mutex<HashMap<u64, Stamp>>,
-    /// Sources that look like containers but failed to open: passed through
-    /// as raw bytes while their stamp is unchanged.
+    /// Sources that look like containers but failed to open: listed as
+    /// their probe says, and their opens fail with `EIO` at once, while
+    /// their stamp is unchanged.
     broken: Mutex<HashMap<u64, Stamp>>,
     /// Open handles, each with the attributes of its file as it was opened:
     /// what `fstat` of it says once its source path is gone or names
@@ -368,13 +367,12 @@ impl Fs {
     }
 
     /// Is this source a container? Cheap (the first bytes), cached per
-    /// (inode, size, mtime, ctime); sources that failed to open are not.
+    /// (inode, size, mtime, ctime). A source that then fails to open stays
+    /// listed as its probe says (its opens fail): its name and size never
+    /// change while the file does not.
     fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
         let stamp = Self::stamp_of(path, md)?;
         let key = self.ino_for(md);
-        if self.broken.lock().get(&key) == Some(&stamp) {
-            return None;
-        }
         if let Some((s, p)) = self.probes.lock().get(&key) {
             if *s == stamp {
                 return p.clone();
@@ -723,8 +721,8 @@ impl Fs {
 
     /// The container behind `ino`, opened (or reused while its source is
     /// unchanged). `Ok(None)`: the source looks like a container but cannot
-    /// be opened as one; it is passed through as raw bytes from now on (one
-    /// warning), until it changes.
+    /// be opened as one (one warning); it is not tried again until it
+    /// changes.
     fn container(
         &self,
         ino: u64,
@@ -732,6 +730,9 @@ impl Fs {
         md: &Metadata,
     ) -> Result<Option<Arc<Container>>, i32> {
         let stamp = Self::stamp_of(path, md).ok_or(libc::ENOENT)?;
+        if self.broken.lock().get(&ino) == Some(&stamp) {
+            return Ok(None);
+        }
         {
             let mut cache = self.containers.lock();
             match cache.get(&ino) {
@@ -799,14 +800,9 @@ impl Fs {
     /// `why` names the file and the reason.
     fn mark_broken(&self, ino: u64, stamp: Stamp, path: &Path, why: &str) {
         insert_capped(&mut self.broken.lock(), ino, stamp);
-        self.probes.lock().remove(&ino);
-        // Its presented name and size change: rebuild the parent's listing.
-        if let Some(parent) = self.nodes.read().get(&ino).map(|n| n.parent) {
-            self.dirs.lock().remove(&parent);
-        }
         self.warn_once(
             &format!("broken:{}:{stamp:?}", path.display()),
-            &format!("{why} (not opened as a container: passed through as raw bytes)"),
+            &format!("{why} (not opened as a container: opens fail with EIO until it changes)"),
         );
     }
 
@@ -828,34 +824,42 @@ impl Fs {
             return Err(libc::EROFS);
         }
         let (path, what, md) = self.what_of(ino)?;
-        let plain = |fallback| -> Result<Handle, i32> {
-            let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
-            Ok(Handle::Plain {
-                file,
-                path: path.clone(),
-                stamp: Stamp::of(&fmd),
-                fallback,
-            })
-        };
-        let attr = |what: &What| self.attr_of(ino, what, &md, &path);
-        let (h, attr) = match &what {
+        let h = match &what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => (plain(false)?, attr(&what)),
-            What::Container(_) => match self.container(ino, &path, &md)? {
-                Some(c) => {
-                    let sp = if md.is_dir() {
-                        path.join("chunks.b2frame")
-                    } else {
-                        path.clone()
-                    };
-                    let h = Handle::Container(c, sp, Self::stamp_of(&path, &md), ino);
-                    (h, attr(&what))
+            What::Plain => {
+                let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
+                Handle::Plain {
+                    file,
+                    path: path.clone(),
+                    stamp: Stamp::of(&fmd),
                 }
-                None if md.is_dir() => return Err(libc::EISDIR),
-                None => (plain(true)?, attr(&What::Plain)),
-            },
+            }
+            What::Container(p) => {
+                // One that fails to open: listed as its probe says, and its
+                // opens fail (a raw view would be another size than listed).
+                let c = self.container(ino, &path, &md)?.ok_or(libc::EIO)?;
+                if c.len() != p.len {
+                    let stamp = Self::stamp_of(&path, &md).ok_or(libc::ENOENT)?;
+                    let why = format!(
+                        "{}: presents {} bytes but is listed with {}",
+                        path.display(),
+                        c.len(),
+                        p.len
+                    );
+                    self.forget_container(ino, &c);
+                    self.mark_broken(ino, stamp, &path, &why);
+                    return Err(libc::EIO);
+                }
+                let sp = if md.is_dir() {
+                    path.join("chunks.b2frame")
+                } else {
+                    path.clone()
+                };
+                Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
+            }
         };
+        let attr = self.attr_of(ino, &what, &md, &path);
         let keep = match Self::stamp_of(&path, &md) {
             Some(stamp) => insert_capped(&mut self.last_open.lock(), ino, stamp) == Some(stamp),
             None => false,
@@ -867,16 +871,13 @@ impl Fs {
 
     /// May a handle that serves `path` as raw bytes go on doing so, its
     /// file's metadata now being `md`? Yes while the file is unchanged since
-    /// it was opened. Once it changed, a handle opened as the fallback of a
-    /// container that failed to open fails (the file may open as a container
-    /// now), and so does one whose plain file now looks like a container:
+    /// it was opened, or changed but still not a container (a growing log
+    /// can be followed). One whose file now looks like a container fails:
     /// the two views of one inode must never meet in the kernel's page
-    /// cache, where one read could return pages of both. A plain file that
-    /// stays plain is served as it is now (a growing log can be followed).
-    /// (A file replaced by rename is another inode: the handle reads its
-    /// own.)
-    fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp, fallback: bool) -> bool {
-        Stamp::of(md) == stamp || (!fallback && self.probe(path, md).is_none())
+    /// cache, where one read could return pages of both. (A file replaced
+    /// by rename is another inode: the handle reads its own.)
+    fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp) -> bool {
+        Stamp::of(md) == stamp || self.probe(path, md).is_none()
     }
 
     /// Log once that `path` changed under an open handle (`why`, if any),
@@ -950,10 +951,9 @@ impl Fs {
                 file: f,
                 path,
                 stamp,
-                fallback,
             } => {
                 let md = f.metadata().map_err(|e| errno_of(&e))?;
-                if !self.raw_view_holds(path, &md, *stamp, *fallback) {
+                if !self.raw_view_holds(path, &md, *stamp) {
                     return Err(
                         self.changed_while_open(path, "may now be presented as a container")
                     );
@@ -1065,7 +1065,7 @@ impl Fs {
                     return Ok(if want_hole { len } else { offset });
                 }
                 let off = offset as u64;
-                let chunks = c.chunks();
+                let chunks = c.checked_chunks().map_err(|e| e.errno())?;
                 let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
                 for (ci, e) in chunks.iter().enumerate().skip(start) {
                     let hole = match &e.loc {
@@ -1247,6 +1247,7 @@ mod tests {
                 nchunks: n as u64,
                 ..Info::default()
             },
+            sizes_assumed: false,
         };
         Arc::new(Container::new(Path::new("z"), index, Env::with_workers(1 << 20, 0)).unwrap())
     }

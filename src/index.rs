@@ -81,6 +81,10 @@ pub struct Index {
     /// Sorted by `uoff`, contiguous, covering `0..nbytes`.
     pub chunks: Vec<ChunkEntry>,
     pub info: Info,
+    /// The entries' sizes come from a fixed chunk size, not from the chunks
+    /// (a frame with a short last chunk): each stored chunk's own size is
+    /// checked before later entries are trusted (see [`crate::sizes`]).
+    pub sizes_assumed: bool,
 }
 
 impl Index {

@@ -72,7 +72,11 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
             "\n{:>8} {:>14} {:>12} {:>14} {:>10}  kind",
             "chunk", "uoffset", "nbytes", "offset", "cbytes"
         );
-        let all = c.chunks();
+        // Where the chunks' own sizes put them; failing that, as assumed.
+        let all = c.checked_chunks().unwrap_or_else(|e| {
+            let _ = writeln!(s, "(chunk sizes: {e})");
+            c.chunks()
+        });
         for (n, e) in all.iter().enumerate() {
             match &e.loc {
                 ChunkLoc::Special { kind, .. } => {

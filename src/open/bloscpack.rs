@@ -158,6 +158,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         sources: vec![src],
         chunks,
         info,
+        sizes_assumed: false,
     })
 }
 

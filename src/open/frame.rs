@@ -298,7 +298,15 @@ fn build_chunks(
     Ok(chunks)
 }
 
-fn chunk_nbytes(src: &dyn Source, at: u64) -> Result<u64> {
+/// Does the chunk table of the frame with header `h` give its chunks a size
+/// they may not have (see [`crate::sizes`])?
+fn sizes_assumed(h: &FrameHeader) -> bool {
+    h.fixed_chunksize()
+        .is_some_and(|cs| crate::sizes::need_check(cs, h.nbytes))
+}
+
+/// The uncompressed size of the chunk at `at`, from its header.
+pub(crate) fn chunk_nbytes(src: &dyn Source, at: u64) -> Result<u64> {
     let head = read_vec(src, at, MIN_HEADER_LEN as u64)?;
     let nbytes = u32::from_le_bytes(head[4..8].try_into().unwrap());
     ChunkHeader::parse(&[&head[..], &[0u8; 16]].concat())?;
@@ -394,6 +402,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         sources: vec![src],
         chunks,
         info,
+        sizes_assumed: sizes_assumed(&h),
     };
     index.validate()?;
     Ok(index)
@@ -473,6 +482,7 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
         sources,
         chunks,
         info,
+        sizes_assumed: sizes_assumed(&h),
     };
     index.validate()?;
     Ok(index)

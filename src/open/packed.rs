@@ -76,5 +76,6 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         sources: vec![src],
         chunks,
         info,
+        sizes_assumed: false,
     })
 }
