@@ -264,6 +264,11 @@ impl ChunkHeader {
     pub fn vl_blocks(&self) -> bool {
         self.blosc2_flags2 & B2_VL_BLOCKS != 0
     }
+    /// The size of the blocks (the last may be shorter); `None` when they
+    /// vary (VL blocks).
+    pub fn fixed_blocksize(&self) -> Option<u32> {
+        (!self.vl_blocks()).then_some(self.blocksize)
+    }
     pub fn is_lazy(&self) -> bool {
         self.blosc2_flags & B2_LAZY != 0
     }
