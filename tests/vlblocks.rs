@@ -177,6 +177,37 @@ fn a_small_read_of_a_shuffled_block_is_answered_first() {
     c.read_at(3001, &mut buf).unwrap();
     assert_eq!(buf, whole[3001..3101]);
     assert_eq!(env.stats.blocks_decoded.load(Ordering::Relaxed), 1);
+    // Blocks whose size is no multiple of the typesize (8): the bytes past
+    // the last whole element are not shuffled, in a small read too.
+    let name = "lz4-shuffle-ts8-odd-sizes.b2";
+    let (_, c) = open(name);
+    let whole = read_all(&c).unwrap();
+    let l = c.layout(0).unwrap();
+    let (s3, n3) = (l.block_start(3), l.block_len(3) as u64);
+    assert_eq!(n3, 4097);
+    for off in [
+        s3,
+        s3 + 1,
+        s3 + 2000,
+        s3 + n3 - 100,
+        s3 + n3 - 9,
+        s3 + n3 - 1,
+    ] {
+        let (env, c) = open(name);
+        let mut buf = vec![0u8; (s3 + n3 - off).min(100) as usize];
+        bloscfs::after::begin();
+        c.read_at(off, &mut buf).unwrap();
+        bloscfs::after::finish();
+        assert_eq!(buf, whole[off as usize..][..buf.len()], "at {off}");
+        let mut all = vec![0u8; n3 as usize];
+        c.read_at(s3, &mut all).unwrap();
+        assert_eq!(
+            all,
+            whole[s3 as usize..][..n3 as usize],
+            "cached after {off}"
+        );
+        assert_eq!(env.stats.blocks_decoded.load(Ordering::Relaxed), 1);
+    }
 }
 
 /// C-Blosc2 3.3 delta-encodes each VL block against itself but decodes the

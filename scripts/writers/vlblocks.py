@@ -193,9 +193,28 @@ for name, cp, ipb in [("batcharray-zstd-dict.b2frame", {"codec": C.ZSTD, "clevel
     frame_entry(name, sc, batches)
     del ba, sc
 
+# A sparse frame (a directory: chunks.b2frame and one file per chunk).
+name = "batcharray-sparse.b2frame"
+full = os.path.join(OUT, name)
+blosc2.remove_urlpath(full)
+ba = blosc2.BatchArray(storage=blosc2.Storage(urlpath=full, contiguous=False, mode="w"),
+                       cparams={"codec": C.ZSTD, "clevel": 3}, items_per_block=30)
+for b in range(3):
+    ba.append([{"batch": b, "row": r, "name": f"n{r * 7 % 13}"} for r in range(90 + 40 * b)])
+sc = ba.schunk
+batches = [ext.vldecompress(sc.get_chunk(i)) for i in range(sc.nchunks)]
+frame_entry(name, sc, batches)
+del ba, sc
+
 with open(os.path.join(OUT, "manifest.json"), "w") as f:
     json.dump({"producer": {"blosc2": blosc2.__version__,
                             "c-blosc2": blosc2.blosclib_version},
                "fixtures": manifest}, f, indent=1)
-print(len(manifest), "fixtures,", sum(os.path.getsize(os.path.join(OUT, e["path"]))
-                                      for e in manifest), "bytes")
+def size(p):
+    if os.path.isdir(p):
+        return sum(size(os.path.join(p, q)) for q in os.listdir(p))
+    return os.path.getsize(p)
+
+
+print(len(manifest), "fixtures,", sum(size(os.path.join(OUT, e["path"])) for e in manifest),
+      "bytes")
