@@ -163,7 +163,7 @@ fn blosclz_stream() -> Option<(Vec<u8>, usize)> {
         let e = layout.extents[i as usize];
         let data = chunk.get(e.start as usize..e.end as usize)?;
         let nstreams = h.nstreams(i) as usize;
-        let neblock = h.block_len(i) as usize / nstreams;
+        let neblock = layout.block_len(i) as usize / nstreams;
         // Each stream: i32 compressed size, then the bytes (see decode.rs).
         let mut pos = 0;
         for _ in 0..nstreams {

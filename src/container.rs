@@ -15,7 +15,7 @@ use crate::decode;
 use crate::ensure;
 use crate::error::{Error, Result};
 use crate::filter;
-use crate::format::chunk::{ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
+use crate::format::chunk::{BlockExtent, ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{Access, Source};
 use crate::npy::NdLayout;
@@ -466,10 +466,9 @@ impl Container {
                 let Ok(layout) = self.layout(ci) else { return };
                 if layout.special.is_none() {
                     let ctx = self.ctx(ci, layout, src, offset);
-                    let bs = ctx.layout.header.blocksize as u64;
                     let a = off.max(e.uoff) - e.uoff;
                     let b = end.min(e.uoff + e.ulen) - e.uoff;
-                    for i in (a / bs) as u32..=((b - 1) / bs) as u32 {
+                    for i in ctx.layout.block_at(a)..=ctx.layout.block_at(b - 1) {
                         if !ctx.queue(i) {
                             return; // the queue is full: enough is ahead
                         }
@@ -649,9 +648,52 @@ impl Container {
             }
             need = again;
         }
-        let layout = Arc::new(ChunkLayout::parse(&prefix)?);
+        let layout = Arc::new(ChunkLayout::parse_with(&prefix, |extents| {
+            self.read_vl_sizes(source.as_ref(), offset, extents)
+        })?);
         let _ = self.layouts[ci].set(layout.clone());
         Ok(layout)
+    }
+
+    /// The size field at the start of each block (`extents`, in block order)
+    /// of the VL-block chunk at `offset`: fields less than a page apart are
+    /// read together (the source is read a page at a time anyway), so a
+    /// chunk of many small blocks costs a few reads.
+    fn read_vl_sizes(
+        &self,
+        source: &dyn Source,
+        offset: u64,
+        extents: &[BlockExtent],
+    ) -> Result<Vec<i32>> {
+        const NEAR: u64 = 4 << 10;
+        let mut sizes = Vec::with_capacity(extents.len());
+        let mut buf = Vec::new();
+        let mut k = 0;
+        while k < extents.len() {
+            let from = extents[k].start as u64;
+            let mut j = k;
+            while j + 1 < extents.len() && (extents[j + 1].start as u64) < from + NEAR {
+                j += 1;
+            }
+            // The extents are checked: in order, each holding its field,
+            // and inside the chunk.
+            buf.resize((extents[j].start as u64 + 4 - from) as usize, 0);
+            self.src_read(source, offset + from, &mut buf)?;
+            let rel: Vec<BlockExtent> = extents[k..=j]
+                .iter()
+                .map(|e| BlockExtent {
+                    start: e.start - from as u32,
+                    end: e.end - from as u32,
+                })
+                .collect();
+            let got = crate::format::vlblocks::sizes_from(&buf, &rel).map_err(|e| Error {
+                block: e.block.map(|b| b + k as u64),
+                ..e
+            })?;
+            sizes.extend(got);
+            k = j + 1;
+        }
+        Ok(sizes)
     }
 
     fn verify_checksum(
@@ -709,23 +751,22 @@ impl Container {
             return Ok(());
         }
         let ctx = self.ctx(ci, layout, src, offset);
-        let h = &ctx.layout.header;
-        let bs = h.blocksize as u64;
+        let l = &ctx.layout;
         let end = a + out.len() as u64;
-        let first = (a / bs) as u32;
-        let last = ((end - 1) / bs) as u32;
+        let first = l.block_at(a);
+        let last = l.block_at(end - 1);
         // Is block `i` wholly inside the request (and decodable in place:
         // block 0 of a delta chunk is needed by the others, so it is cached)?
         let whole = |i: u32| {
-            let s = i as u64 * bs;
-            s >= a && s + h.block_len(i) as u64 <= end && !(ctx.delta() && i == 0)
+            let s = l.block_start(i);
+            s >= a && s + l.block_len(i) as u64 <= end && !(ctx.delta() && i == 0)
         };
         let mut block0: Option<Block> = None;
         let mut wrote = 0usize;
         let mut i = first;
         while i <= last {
-            let bstart = i as u64 * bs;
-            let blen = h.block_len(i) as u64;
+            let bstart = l.block_start(i);
+            let blen = l.block_len(i) as u64;
             let lo = a.max(bstart) - bstart;
             let hi = end.min(bstart + blen) - bstart;
             let n = (hi - lo) as usize;
@@ -760,7 +801,7 @@ impl Container {
             {
                 j += 1;
             }
-            let run_len = ((j - i) as u64 * bs + h.block_len(j) as u64) as usize;
+            let run_len = (l.block_start(j) + l.block_len(j) as u64 - bstart) as usize;
             let b0 = block0.as_ref().map(|b| &b[..]);
             ctx.decode_run(i, j, b0, &mut out[wrote..wrote + run_len])?;
             wrote += run_len;
@@ -860,10 +901,10 @@ impl ChunkCtx {
     /// Decode whole blocks `i..=j` (adjacent in the source) into `dst`.
     fn decode_run(&self, i: u32, j: u32, block0: Option<&[u8]>, dst: &mut [u8]) -> Result<()> {
         let l = &self.layout;
-        let bs = l.header.blocksize as u64;
+        let base = l.block_start(i);
         self.with_extents(i, j, |k, data| {
-            let o = ((k - i) as u64 * bs) as usize;
-            let d = &mut dst[o..o + l.header.block_len(k) as usize];
+            let o = (l.block_start(k) - base) as usize;
+            let d = &mut dst[o..o + l.block_len(k) as usize];
             decode::decode_block(l, k, data, block0, d)
         })
     }
@@ -912,7 +953,7 @@ impl ChunkCtx {
     /// cache is left until the reply has gone. False when this does not
     /// apply (the caller decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
-        let len = self.layout.header.block_len(i) as usize;
+        let len = self.layout.block_len(i) as usize;
         if !after::open()
             || dst.len() > PART_MAX
             || dst.len() > len / 4
@@ -997,7 +1038,7 @@ impl ChunkCtx {
         } else {
             None
         };
-        let mut out = self.buffer(self.layout.header.block_len(i) as usize);
+        let mut out = self.buffer(self.layout.block_len(i) as usize);
         if let Err(e) = self.decode_run(i, i, block0.as_ref().map(|b| &b[..]), &mut out) {
             self.env.cache.put_spare(out);
             return Err(e);

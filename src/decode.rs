@@ -91,8 +91,8 @@ fn fill_pattern(pat: &[u8], offset: u64, out: &mut [u8]) {
 }
 
 /// Decode the streams of block `i` (its extent bytes in `data`) into `out`
-/// (exactly `block_len(i)` bytes). `block0` must be the decoded block 0 of
-/// the same chunk when the chunk uses the delta filter and `i > 0`.
+/// (exactly `layout.block_len(i)` bytes). `block0` must be the decoded block
+/// 0 of the same chunk when the chunk uses the delta filter and `i > 0`.
 pub fn decode_block(
     layout: &ChunkLayout,
     i: u32,
@@ -101,7 +101,7 @@ pub fn decode_block(
     out: &mut [u8],
 ) -> Result<()> {
     let h = &layout.header;
-    let bsize = h.block_len(i) as usize;
+    let bsize = layout.block_len(i) as usize;
     ensure!(
         out.len() == bsize,
         corrupt,
@@ -140,7 +140,7 @@ pub fn lone_shuffle(h: &crate::format::chunk::ChunkHeader) -> Option<usize> {
 }
 
 /// Decode the streams of block `i` (its extent bytes in `data`) into `out`
-/// (exactly `block_len(i)` bytes) without undoing its filters: for a chunk
+/// (exactly `layout.block_len(i)` bytes) without undoing its filters: for a chunk
 /// with a [`lone_shuffle`], the shuffled block.
 pub fn decode_block_streams(
     layout: &ChunkLayout,
@@ -148,7 +148,7 @@ pub fn decode_block_streams(
     data: &[u8],
     out: &mut [u8],
 ) -> Result<()> {
-    let bsize = layout.header.block_len(i) as usize;
+    let bsize = layout.block_len(i) as usize;
     ensure!(
         out.len() == bsize,
         corrupt,
@@ -255,6 +255,9 @@ fn delta_step(ts: usize, i: u32, block0: Option<&[u8]>, data: &mut [u8]) -> Resu
 
 /// Decompress the streams of block `i` into `out` (no filters).
 fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> Result<()> {
+    if layout.vl.is_some() {
+        return decode_vl_stream(layout, data, out);
+    }
     let h = &layout.header;
     let codec = h.codec()?;
     let nstreams = h.nstreams(i) as usize;
@@ -319,6 +322,32 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
     Ok(())
 }
 
+/// Decompress the one stream of a VL block into `out`: its size field holds
+/// the block's size, and its compressed bytes run to the end of the block's
+/// extent (stored raw when they are as many as the block's).
+fn decode_vl_stream(layout: &ChunkLayout, data: &[u8], out: &mut [u8]) -> Result<()> {
+    ensure!(
+        data.len() > 4,
+        truncated,
+        "VL block of {} stored bytes has no data after its size field",
+        data.len()
+    );
+    let size = i32::from_le_bytes(data[..4].try_into().unwrap());
+    ensure!(
+        size as i64 == out.len() as i64,
+        corrupt,
+        "VL block size field {size}, but the block holds {} bytes",
+        out.len()
+    );
+    let src = &data[4..];
+    if src.len() == out.len() {
+        out.copy_from_slice(src);
+        return Ok(());
+    }
+    let codec = layout.header.codec()?;
+    codec::decompress(codec, src, out, layout.dict.as_deref())
+}
+
 /// Decode a whole chunk held in memory (used for small structures such as
 /// frame offset indexes and metalayer values, and by tests).
 pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
@@ -336,14 +365,14 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
         fill_special(kind, h.typesize as usize, &layout.value, 0, &mut out);
         return Ok(out);
     }
-    let bs = h.blocksize as usize;
+    let len0 = layout.block_len(0) as usize;
     for i in 0..layout.nblocks() {
         let e = layout.extents[i as usize];
         let data = &chunk[e.start as usize..e.end as usize];
-        let start = i as usize * bs;
-        let len = h.block_len(i) as usize;
+        let start = layout.block_start(i) as usize;
+        let len = layout.block_len(i) as usize;
         let (done, rest) = out.split_at_mut(start);
-        let block0 = if i > 0 { Some(&done[..bs]) } else { None };
+        let block0 = if i > 0 { Some(&done[..len0]) } else { None };
         decode_block(&layout, i, data, block0, &mut rest[..len])
             .map_err(|e| e.in_block(i as u64))?;
     }

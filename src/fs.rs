@@ -1119,7 +1119,7 @@ impl Fs {
                 .iter()
                 .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
                 .and_then(|ci| c.layout(ci).ok())
-                .map(|l| l.header.blocksize)
+                .and_then(|l| l.header.fixed_blocksize())
                 .unwrap_or(0);
             add("blocksize", bs.to_string());
             add("nchunks", i.nchunks.to_string());

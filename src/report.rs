@@ -31,7 +31,10 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
         .map(|ci| c.layout(ci))
     {
-        let _ = writeln!(s, "blocksize:     {}", l.header.blocksize);
+        match l.header.fixed_blocksize() {
+            Some(bs) => _ = writeln!(s, "blocksize:     {bs}"),
+            None => _ = writeln!(s, "blocksize:     variable"),
+        }
     }
     let _ = writeln!(s, "nchunks:       {}", i.nchunks);
     let _ = writeln!(s, "nbytes:        {}", i.nbytes);
@@ -115,7 +118,9 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
                                 "{} {} blocks of {}{}",
                                 l.header.codec().map(|c| c.name()).unwrap_or("?"),
                                 l.header.nblocks(),
-                                l.header.blocksize,
+                                l.header
+                                    .fixed_blocksize()
+                                    .map_or("variable size".to_string(), |b| b.to_string()),
                                 if l.header.memcpyed() {
                                     " (memcpyed)"
                                 } else {

@@ -4,6 +4,7 @@
 //! from a header is checked against the bytes at hand (and `MAX_CHUNK_NBYTES`)
 //! before it is used to index or allocate.
 
+use super::vlblocks::{self, VlBlocks};
 use crate::ensure;
 use crate::error::{Error, Result};
 
@@ -33,6 +34,10 @@ pub const B2_USE_DICT: u8 = 0x01;
 pub const B2_BIG_ENDIAN: u8 = 0x02;
 pub const B2_LAZY: u8 = 0x08;
 pub const B2_INSTR: u8 = 0x80;
+
+/// blosc2_flags2 byte (offset 30): variable-length blocks (format version 6),
+/// where `blocksize` is a block count (see `vlblocks`).
+pub const B2_VL_BLOCKS: u8 = 0x01;
 
 /// Filter ids used in the Blosc2 pipeline.
 pub mod filter_id {
@@ -127,6 +132,7 @@ pub struct ChunkHeader {
     pub udcodec: u8,
     pub compcode_meta: u8,
     pub blosc2_flags: u8,
+    pub blosc2_flags2: u8,
 }
 
 fn le32(b: &[u8], at: usize) -> u32 {
@@ -181,6 +187,7 @@ impl ChunkHeader {
             udcodec: 0,
             compcode_meta: 0,
             blosc2_flags: 0,
+            blosc2_flags2: 0,
         };
         if extended {
             ensure!(
@@ -195,13 +202,21 @@ impl ChunkHeader {
             h.compcode_meta = b[23];
             h.filters_meta.copy_from_slice(&b[24..30]);
             h.blosc2_flags = b[31];
-            // Byte 30 (blosc2_flags2) bit 0 marks variable-length blocks
-            // (format version 6), where `blocksize` is a block count.
-            ensure!(
-                b[30] & 0x01 == 0,
-                unsupported,
-                "unsupported chunk: variable-length blocks (format version {version})"
-            );
+            h.blosc2_flags2 = b[30];
+            if h.vl_blocks() {
+                // As C-Blosc2 refuses them.
+                ensure!(
+                    !h.memcpyed(),
+                    corrupt,
+                    "a VL-block chunk cannot be memcpyed (flags {flags:#04x})"
+                );
+                ensure!(
+                    h.special()?.is_none(),
+                    corrupt,
+                    "a VL-block chunk cannot hold a special value (blosc2_flags {:#04x})",
+                    h.blosc2_flags
+                );
+            }
         } else {
             // Blosc1 flags describe at most shuffle/bitshuffle and delta.
             if flags & FLAG_SHUFFLE != 0 {
@@ -244,6 +259,16 @@ impl ChunkHeader {
     pub fn uses_dict(&self) -> bool {
         self.blosc2_flags & B2_USE_DICT != 0
     }
+    /// Variable-length blocks: `blocksize` is the number of blocks, and each
+    /// block's size is in its stream (see `ChunkLayout::block_len`).
+    pub fn vl_blocks(&self) -> bool {
+        self.blosc2_flags2 & B2_VL_BLOCKS != 0
+    }
+    /// The size of the blocks (the last may be shorter); `None` when they
+    /// vary (VL blocks).
+    pub fn fixed_blocksize(&self) -> Option<u32> {
+        (!self.vl_blocks()).then_some(self.blocksize)
+    }
     pub fn is_lazy(&self) -> bool {
         self.blosc2_flags & B2_LAZY != 0
     }
@@ -278,16 +303,23 @@ impl ChunkHeader {
         if self.nbytes == 0 || self.blocksize == 0 {
             return 0;
         }
+        if self.vl_blocks() {
+            return self.blocksize;
+        }
         self.nbytes.div_ceil(self.blocksize)
     }
-    /// Uncompressed size of block `i`.
-    pub fn block_len(&self, i: u32) -> u32 {
+    /// Uncompressed size of block `i` of a chunk of fixed-size blocks (a
+    /// VL-block chunk's are in its layout).
+    fn fixed_block_len(&self, i: u32) -> u32 {
         let start = i as u64 * self.blocksize as u64;
         (self.nbytes as u64 - start).min(self.blocksize as u64) as u32
     }
     /// Number of streams block `i` is stored in.
     pub fn nstreams(&self, i: u32) -> u32 {
-        let leftover = self.block_len(i) < self.blocksize;
+        if self.vl_blocks() {
+            return 1;
+        }
+        let leftover = self.fixed_block_len(i) < self.blocksize;
         if self.dont_split() || leftover {
             return 1;
         }
@@ -350,6 +382,8 @@ pub struct ChunkLayout {
     pub value: Vec<u8>,
     /// Bytes of the chunk needed to build this layout (header, bstarts, dict).
     pub prefix_len: usize,
+    /// The block sizes of a VL-block chunk.
+    pub vl: Option<VlBlocks>,
 }
 
 impl ChunkLayout {
@@ -382,8 +416,19 @@ impl ChunkLayout {
         Ok(need)
     }
 
-    /// Parse the layout from the chunk prefix (at least `prefix_needed` bytes).
+    /// Parse the layout from the chunk prefix (at least `prefix_needed` bytes;
+    /// all of a VL-block chunk, whose block sizes are in its streams).
     pub fn parse(prefix: &[u8]) -> Result<ChunkLayout> {
+        Self::parse_with(prefix, |extents| vlblocks::sizes_from(prefix, extents))
+    }
+
+    /// Parse the layout from the chunk prefix (at least `prefix_needed`
+    /// bytes); for a VL-block chunk, `vl_sizes` reads the size field at the
+    /// start of each extent given (in block order).
+    pub fn parse_with(
+        prefix: &[u8],
+        vl_sizes: impl FnOnce(&[BlockExtent]) -> Result<Vec<i32>>,
+    ) -> Result<ChunkLayout> {
         let header = ChunkHeader::parse(prefix)?;
         let need = Self::prefix_needed(&header, prefix)?;
         let need = Self::prefix_needed(&header, &prefix[..need.min(prefix.len())])?;
@@ -425,7 +470,7 @@ impl ChunkLayout {
                 let start = header.header_len as u32 + i * header.blocksize;
                 extents.push(BlockExtent {
                     start,
-                    end: start + header.block_len(i),
+                    end: start + header.fixed_block_len(i),
                 });
             }
         } else {
@@ -460,6 +505,22 @@ impl ChunkLayout {
                 extents[i as usize] = BlockExtent { start: s, end };
             }
         }
+        let mut vl = None;
+        if header.vl_blocks() && !extents.is_empty() {
+            VlBlocks::check_extents(&extents)?;
+            let sizes = vl_sizes(&extents)?;
+            vl = Some(VlBlocks::new(header.nbytes, &extents, &sizes)?);
+            // C-Blosc2 3.3 delta-encodes every VL block against itself but
+            // decodes blocks past the first against the chunk's first bytes:
+            // no decoder gives back what was written, so nor do we.
+            ensure!(
+                !(header.has_delta() && extents.len() > 1),
+                unsupported,
+                "unsupported chunk: delta filter over {} variable-length blocks \
+                 (C-Blosc2 does not decode these to the data written)",
+                extents.len()
+            );
+        }
         Ok(ChunkLayout {
             header,
             special,
@@ -467,10 +528,35 @@ impl ChunkLayout {
             dict,
             value,
             prefix_len: need,
+            vl,
         })
     }
 
     pub fn nblocks(&self) -> u32 {
         self.header.nblocks()
+    }
+
+    /// Uncompressed size of block `i`.
+    pub fn block_len(&self, i: u32) -> u32 {
+        match &self.vl {
+            Some(v) => v.len(i),
+            None => self.header.fixed_block_len(i),
+        }
+    }
+
+    /// Where block `i` starts in the chunk's uncompressed content.
+    pub fn block_start(&self, i: u32) -> u64 {
+        match &self.vl {
+            Some(v) => v.start(i) as u64,
+            None => i as u64 * self.header.blocksize as u64,
+        }
+    }
+
+    /// The block holding byte `off` of the chunk's uncompressed content.
+    pub fn block_at(&self, off: u64) -> u32 {
+        match &self.vl {
+            Some(v) => v.block_at(off),
+            None => (off / self.header.blocksize as u64) as u32,
+        }
     }
 }
