@@ -22,6 +22,7 @@ pub mod names;
 pub mod npy;
 pub mod open;
 pub mod report;
+pub mod srcdir;
 
 pub use container::{Container, Env};
 pub use detect::{open_path, open_path_with};
