@@ -162,7 +162,7 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
 /// Open the sparse frame in the directory `dir` (already opened).
 pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Container> {
     let path = dir.path().to_path_buf();
-    let index = crate::open::frame::open_sframe(dir).map_err(|e| e.in_file(&path))?;
+    let index = crate::open::frame::open_sframe_in(dir).map_err(|e| e.in_file(&path))?;
     finish(&path, index, env)
 }
 

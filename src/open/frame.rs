@@ -428,12 +428,18 @@ fn chunk_file(dir: &Path, n: u64) -> Result<PathBuf> {
     Ok(dir.join(format!("{n:08X}.chunk")))
 }
 
-/// Open a sparse frame directory. Chunk files are named from the index
-/// numbers (`%08X.chunk`) inside `sdir` only, and opened on first read; the
-/// index and chunk files are opened relative to the directory's descriptor,
-/// by [`SourceDir::open_file`]'s rules (a symbolic link only to a regular
-/// file of the directory's owner).
-pub fn open_sframe(sdir: Arc<SourceDir>) -> Result<Index> {
+/// Open the sparse frame directory `dir` (a link to one is followed).
+pub fn open_sframe(dir: &Path) -> Result<Index> {
+    let sdir = SourceDir::open(dir, true).map_err(|e| Error::from(e).in_file(dir))?;
+    open_sframe_in(Arc::new(sdir))
+}
+
+/// Open the sparse frame in the directory `sdir`. Chunk files are named
+/// from the index numbers (`%08X.chunk`) inside it only, and opened on
+/// first read; the index and chunk files are opened relative to the
+/// directory's descriptor, by [`SourceDir::open_file`]'s rules (a symbolic
+/// link only to a regular file of the directory's owner).
+pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
     let dir = sdir.path();
     let index_path = dir.join("chunks.b2frame");
     let src: Arc<dyn Source> = Arc::new(FileSource::open_in(&sdir, "chunks.b2frame")?);
