@@ -222,7 +222,10 @@ pub fn file_gives(md: &Metadata, uid: u32, gid: u32) -> u16 {
     } else {
         (u, g, o)
     };
-    (ru as u16) * 0o400 | (rg as u16) * 0o040 | (ro as u16) * 0o004
+    [(ru, 0o400), (rg, 0o040), (ro, 0o004)]
+        .iter()
+        .filter(|(r, _)| *r)
+        .fold(0, |m, (_, bit)| m | bit)
 }
 
 /// Who sent a request: the kernel's uid, gid and process id.
