@@ -293,6 +293,65 @@ mod tests {
         }
     }
 
+    /// A link in the directory is followed only to a regular file of the
+    /// directory's owner; plain files and such links open, and the
+    /// refusals are `EIO` naming the file and the reason.
+    #[test]
+    fn links_are_followed_only_to_files_of_the_directorys_owner() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let (d, elsewhere) = (t.path().join("f.b2frame"), t.path().join("x"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(d.join("00000000.chunk"), b"own").unwrap();
+        std::fs::write(elsewhere.join("mine"), b"mine").unwrap();
+        symlink("../x/mine", d.join("00000001.chunk")).unwrap();
+        // A file of another owner: made so as root, else one root owns.
+        let theirs = elsewhere.join("theirs");
+        std::fs::write(&theirs, b"theirs").unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let other = if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&theirs, Some(65534), None).unwrap();
+            theirs
+        } else {
+            PathBuf::from("/etc/passwd")
+        };
+        symlink(&other, d.join("00000002.chunk")).unwrap();
+        symlink("../x", d.join("00000003.chunk")).unwrap();
+        let fifo = CString::new(elsewhere.join("fifo").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        symlink("../x/fifo", d.join("00000004.chunk")).unwrap();
+        symlink("../x/none", d.join("00000005.chunk")).unwrap();
+
+        let dir = SourceDir::open(&d, false).unwrap();
+        let read = |n: &str| -> Result<Vec<u8>> {
+            let (mut f, _) = dir.open_file(n)?;
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
+            Ok(v)
+        };
+        assert_eq!(read("00000000.chunk").unwrap(), b"own");
+        assert_eq!(read("00000001.chunk").unwrap(), b"mine");
+        for (n, why) in [
+            ("00000002.chunk", "not by the frame directory's owner"),
+            ("00000003.chunk", "other than a regular file"),
+            ("00000004.chunk", "other than a regular file"),
+        ] {
+            let e = read(n).unwrap_err();
+            assert_eq!(e.errno(), libc::EIO, "{n}: {e}");
+            assert!(e.to_string().contains(why), "{n}: {e}");
+            assert_eq!(e.path.as_deref(), Some(d.join(n).as_path()), "{e}");
+        }
+        let e = read("00000005.chunk").unwrap_err();
+        assert_eq!(e.errno(), libc::ENOENT, "{e}");
+        // A directory given as a link is refused unless followed.
+        let link = t.path().join("link.b2frame");
+        symlink("f.b2frame", &link).unwrap();
+        assert!(SourceDir::open(&link, false).is_err());
+        assert!(SourceDir::open(&link, true).unwrap().is(dir.metadata()));
+    }
+
     #[test]
     fn root_reads_and_others_by_their_class() {
         let c = |uid, gid| Caller { uid, gid, pid: 0 };
