@@ -8,6 +8,7 @@ use crate::format::frame;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
 use crate::npy::{descr_itemsize, npy_header, NdLayout};
+use crate::srcdir::SourceDir;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -88,8 +89,11 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let p = path.join("chunks.b2frame");
-        (Arc::new(FileSource::open(&p)?), Kind::SFrame)
+        let dir = SourceDir::open(path, true).map_err(|e| crate::Error::from(e).in_file(path))?;
+        (
+            Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?),
+            Kind::SFrame,
+        )
     } else {
         let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
         let head = head_of(src.as_ref(), path)?;
@@ -148,11 +152,18 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let index = crate::open::frame::open_sframe(path).map_err(|e| e.in_file(path))?;
-        return finish(path, index, env).map(Some);
+        let dir = SourceDir::open(path, true).map_err(|e| crate::Error::from(e).in_file(path))?;
+        return open_sframe_dir(Arc::new(dir), env).map(Some);
     }
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
     open_source(src, path, env)
+}
+
+/// Open the sparse frame in the directory `dir` (already opened).
+pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Container> {
+    let path = dir.path().to_path_buf();
+    let index = crate::open::frame::open_sframe_in(dir).map_err(|e| e.in_file(&path))?;
+    finish(&path, index, env)
 }
 
 /// Open the bytes of `src` as a container (`path` names it in messages).

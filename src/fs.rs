@@ -13,6 +13,7 @@ use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
 use crate::io::{self, Stamp};
 use crate::names;
+use crate::srcdir::{Caller, SourceDir};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -380,6 +381,15 @@ impl Fs {
         }
         let p = match detect::probe_path(path) {
             Ok(p) => p,
+            // A file refused by the rules for links (`srcdir`), or a
+            // failing disk: worth a line.
+            Err(e) if e.kind == crate::ErrorKind::Io && e.errno == Some(libc::EIO) => {
+                self.warn_once(
+                    &format!("probe:{}:{stamp:?}", path.display()),
+                    &format!("{e} (not presented as a container)"),
+                );
+                None
+            }
             Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
                 log::debug!("{}: cannot probe: {e}", path.display());
                 None
@@ -467,19 +477,17 @@ impl Fs {
                 md.blocks(),
                 (md.mode() & 0o555) as u16,
             ),
-            What::Container(p) => {
-                let blocks = if md.is_dir() {
-                    dir_blocks(path)
-                } else {
-                    md.blocks()
+            What::Container(p) if md.is_dir() => {
+                // No wider than the directory and every file it exposes
+                // (the directory at `path` checked to be the one `md`
+                // describes: nothing readable if it is not).
+                let (perm, blocks) = match SourceDir::open(path, false) {
+                    Ok(d) if d.is(md) => d.frame_access(),
+                    _ => (0, 0),
                 };
-                let perm = if md.is_dir() {
-                    0o444 & md.mode()
-                } else {
-                    md.mode() & 0o555
-                };
-                (Kind::File, p.len, blocks, perm as u16)
+                (Kind::File, p.len, blocks, perm)
             }
+            What::Container(p) => (Kind::File, p.len, md.blocks(), (md.mode() & 0o555) as u16),
         };
         let t = |s: i64, ns: i64| {
             if s >= 0 {
@@ -755,7 +763,7 @@ impl Fs {
             return Ok(Some(c));
         }
         // Opening reads the index: done without any lock held.
-        let c = match detect::open_path_with(path, &self.env) {
+        let c = match self.open_checked(path, md) {
             Ok(Some(c)) => Arc::new(c),
             Ok(None) => {
                 let msg = format!("{}: no longer looks like a Blosc container", path.display());
@@ -778,6 +786,37 @@ impl Fs {
         }
         live.insert(ino, (stamp, Arc::downgrade(&c)));
         Ok(Some(c))
+    }
+
+    /// Open the container at `path` if it is still the file or directory
+    /// `md` describes (checked on what was opened: a name swapped for a
+    /// symbolic link after it was looked up is never followed).
+    fn open_checked(&self, path: &Path, md: &Metadata) -> crate::Result<Option<Container>> {
+        let swapped = || {
+            crate::Error::new(
+                crate::ErrorKind::Changed,
+                "replaced since it was looked up: not opened",
+            )
+            .in_file(path)
+        };
+        if md.is_dir() {
+            if !crate::open::frame::is_sframe_dir(path) {
+                return Ok(None);
+            }
+            let dir =
+                SourceDir::open(path, false).map_err(|e| crate::Error::from(e).in_file(path))?;
+            if !dir.is(md) {
+                return Err(swapped());
+            }
+            return detect::open_sframe_dir(Arc::new(dir), &self.env).map(Some);
+        }
+        let (file, fmd) =
+            io::open_regular(path).map_err(|e| crate::Error::from(e).in_file(path))?;
+        if !same_file(&fmd, md) {
+            return Err(swapped());
+        }
+        let src = Arc::new(io::FileSource::opened(file, &fmd, path));
+        detect::open_source(src, path, &self.env)
     }
 
     /// Drop `c` from the open containers kept for `ino` (not another one
@@ -820,15 +859,40 @@ impl Fs {
     /// Open `ino` for reading: returns a handle and whether the kernel may
     /// keep its page cache (the content is unchanged since it was last open).
     pub fn open(&self, ino: u64, write: bool) -> Result<(u64, bool), i32> {
+        self.open_as(ino, write, None)
+    }
+
+    /// [`Fs::open`] for `caller`, if given: refused (`EACCES`) unless the
+    /// attributes the file has now let the caller read it (the kernel
+    /// checked ones it may have held for a while: a sparse frame's chunk
+    /// files may have been made unreadable since).
+    pub fn open_as(
+        &self,
+        ino: u64,
+        write: bool,
+        caller: Option<&Caller>,
+    ) -> Result<(u64, bool), i32> {
         if write {
             return Err(libc::EROFS);
         }
         let (path, what, md) = self.what_of(ino)?;
-        let h = match &what {
+        match &what {
             What::Dir => return Err(libc::EISDIR),
             What::Symlink => return Err(libc::ELOOP),
-            What::Plain => {
+            _ => {}
+        }
+        let fresh = self.attr_of(ino, &what, &md, &path);
+        if caller.is_some_and(|c| !c.may_read(fresh.perm, fresh.uid, fresh.gid)) {
+            return Err(libc::EACCES);
+        }
+        let h = match &what {
+            // (Directories and links returned above.)
+            What::Plain | What::Dir | What::Symlink => {
                 let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
+                // The file checked (not a link), not one put in its place since.
+                if !same_file(&fmd, &md) {
+                    return Err(libc::ESTALE);
+                }
                 Handle::Plain {
                     file,
                     path: path.clone(),
@@ -859,7 +923,7 @@ impl Fs {
                 Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
             }
         };
-        let attr = self.attr_of(ino, &what, &md, &path);
+        let attr = fresh;
         let keep = match Self::stamp_of(&path, &md) {
             Some(stamp) => insert_capped(&mut self.last_open.lock(), ino, stamp) == Some(stamp),
             None => false,
@@ -1199,24 +1263,17 @@ fn presented(md: &Metadata) -> bool {
     md.is_file() || md.is_dir() || md.file_type().is_symlink()
 }
 
+/// Are these the same file (device and inode)?
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
 /// How naming sees an entry ([`names::Naming`]).
 fn naming(w: &What) -> names::Naming {
     match w {
         What::Container(p) => Some(p.npy),
         _ => None,
     }
-}
-
-/// 512-byte blocks used by all files of a sparse-frame directory.
-fn dir_blocks(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter_map(|e| e.metadata().ok())
-                .map(|m| m.blocks())
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

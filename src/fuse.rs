@@ -2,6 +2,7 @@
 
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
 use crate::mount::MountArgs;
+use crate::srcdir::Caller;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -88,6 +89,10 @@ pub struct BloscFuse {
     pub fs: Arc<Fs>,
     /// Log every request (`-d`).
     pub debug: bool,
+    /// Check each open against the file's attributes as they are then
+    /// (`default_permissions`, which `allow_other` brings: the kernel checks
+    /// the attributes it holds, up to [`TTL`] old).
+    pub check_access: bool,
 }
 
 thread_local! {
@@ -163,10 +168,16 @@ impl Filesystem for BloscFuse {
         }
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         self.trace(format_args!("open({}, {:#x})", ino.0, flags.0));
         let write = (flags.0 & libc::O_ACCMODE) != libc::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        match self.fs.open(ino.0, write) {
+        let caller = Caller {
+            uid: req.uid(),
+            gid: req.gid(),
+            pid: req.pid(),
+        };
+        let caller = self.check_access.then_some(&caller);
+        match self.fs.open_as(ino.0, write, caller) {
             Ok((fh, keep)) => {
                 let f = if keep {
                     FopenFlags::FOPEN_KEEP_CACHE

@@ -10,6 +10,7 @@
 //! 75 us instead of 123 us here.
 
 use crate::error::{Error, Result};
+use crate::srcdir::SourceDir;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
@@ -132,16 +133,20 @@ pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
             "not a regular file (a fifo, socket or device)",
         ));
     }
-    // Back to blocking reads (for a regular file the flag changes nothing,
-    // but a descriptor should say what it is).
-    // SAFETY: fcntl on a descriptor this function owns; no memory involved.
+    set_blocking(&file);
+    Ok((file, md))
+}
+
+/// Back to blocking reads on a file opened non-blocking (for a regular file
+/// the flag changes nothing, but a descriptor should say what it is).
+pub(crate) fn set_blocking(file: &File) {
+    // SAFETY: fcntl on an open descriptor; no memory involved.
     unsafe {
         let fl = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
         if fl >= 0 {
             libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
         }
     }
-    Ok((file, md))
 }
 
 pub struct FileSource {
@@ -201,13 +206,24 @@ impl Stamp {
 impl FileSource {
     pub fn open(path: &Path) -> Result<Self> {
         let (file, md) = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
-        Ok(FileSource {
+        Ok(FileSource::opened(file, &md, path))
+    }
+
+    /// `name` in `dir`, opened by [`SourceDir::open_file`]'s rules.
+    pub fn open_in(dir: &SourceDir, name: &str) -> Result<Self> {
+        let (file, md) = dir.open_file(name)?;
+        Ok(FileSource::opened(file, &md, &dir.path().join(name)))
+    }
+
+    /// A regular file already opened (`md`: its metadata then), named `path`.
+    pub fn opened(file: File, md: &std::fs::Metadata, path: &Path) -> Self {
+        FileSource {
             file,
-            version: Stamp::of(&md),
+            version: Stamp::of(md),
             path: path.to_path_buf(),
             direct: OnceLock::new(),
             direct_ok: AtomicBool::new(true),
-        })
+        }
     }
 
     /// Fails if the file is no longer the version it was when opened (its
@@ -445,6 +461,9 @@ static KEPT_OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 /// version first opened (else the read fails as `Changed`).
 pub struct LazyFileSource {
     path: PathBuf,
+    /// The directory it is opened in by name (`SourceDir::open_file`'s
+    /// rules), or none: opened by its path.
+    dir: Option<Arc<SourceDir>>,
     kept: OnceLock<FileSource>,
     /// The file's stamp at the first open (its length among it).
     first: OnceLock<Stamp>,
@@ -454,6 +473,18 @@ impl LazyFileSource {
     pub fn new(path: PathBuf) -> Self {
         LazyFileSource {
             path,
+            dir: None,
+            kept: OnceLock::new(),
+            first: OnceLock::new(),
+        }
+    }
+
+    /// The file `name` in `dir`, opened there by [`SourceDir::open_file`]'s
+    /// rules (never by a path looked up again).
+    pub fn in_dir(dir: Arc<SourceDir>, name: &str) -> Self {
+        LazyFileSource {
+            path: dir.path().join(name),
+            dir: Some(dir),
             kept: OnceLock::new(),
             first: OnceLock::new(),
         }
@@ -469,7 +500,13 @@ impl LazyFileSource {
         if let Some(k) = self.kept.get() {
             return f(k);
         }
-        let file = FileSource::open(&self.path)?;
+        let file = match &self.dir {
+            Some(d) => {
+                let name = self.path.file_name().unwrap_or_default();
+                FileSource::open_in(d, &name.to_string_lossy())?
+            }
+            None => FileSource::open(&self.path)?,
+        };
         let first = *self.first.get_or_init(|| file.version);
         first.check(file.version, &self.path)?;
         if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) < max_kept_open() {

@@ -23,6 +23,7 @@ pub mod npy;
 pub mod open;
 pub mod report;
 pub mod sizes;
+pub mod srcdir;
 
 pub use container::{Container, Env};
 pub use detect::{open_path, open_path_with};

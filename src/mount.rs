@@ -489,6 +489,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
     let adapter = BloscFuse {
         fs: fs.clone(),
         debug: m.debug,
+        check_access: m.default_permissions,
     };
     // Catch signals before mounting: one arriving while the mount is set up
     // is kept and handled (unmount) instead of killing us over a live mount.

@@ -10,6 +10,7 @@ use crate::format::chunk::{
 use crate::format::frame::{self, FrameHeader, Offset};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{read_vec, FileSource, LazyFileSource, Source};
+use crate::srcdir::SourceDir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -436,11 +437,21 @@ fn chunk_file(dir: &Path, n: u64) -> Result<PathBuf> {
     Ok(dir.join(format!("{n:08X}.chunk")))
 }
 
-/// Open a sparse frame directory. Chunk files are named from the index
-/// numbers (`%08X.chunk`) inside `dir` only, and opened on first read.
+/// Open the sparse frame directory `dir` (a link to one is followed).
 pub fn open_sframe(dir: &Path) -> Result<Index> {
+    let sdir = SourceDir::open(dir, true).map_err(|e| Error::from(e).in_file(dir))?;
+    open_sframe_in(Arc::new(sdir))
+}
+
+/// Open the sparse frame in the directory `sdir`. Chunk files are named
+/// from the index numbers (`%08X.chunk`) inside it only, and opened on
+/// first read; the index and chunk files are opened relative to the
+/// directory's descriptor, by [`SourceDir::open_file`]'s rules (a symbolic
+/// link only to a regular file of the directory's owner).
+pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
+    let dir = sdir.path();
     let index_path = dir.join("chunks.b2frame");
-    let src: Arc<dyn Source> = Arc::new(FileSource::open(&index_path)?);
+    let src: Arc<dyn Source> = Arc::new(FileSource::open_in(&sdir, "chunks.b2frame")?);
     let h = read_header(src.as_ref()).map_err(|e| e.in_file(&index_path))?;
     ensure!(
         h.frame_type == 1,
@@ -454,7 +465,9 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
     let chunks = build_chunks(&h, &offs, max_stored, |_, n| {
-        let s: Arc<dyn Source> = Arc::new(LazyFileSource::new(chunk_file(dir, n)?));
+        let name = chunk_file(dir, n)?;
+        let name = name.file_name().unwrap_or_default().to_string_lossy();
+        let s: Arc<dyn Source> = Arc::new(LazyFileSource::in_dir(sdir.clone(), &name));
         let nbytes = if fixed {
             None
         } else {
