@@ -6,3 +6,4 @@ pub mod chunk;
 pub mod frame;
 pub mod msgpack;
 pub mod packed;
+pub mod pylit;
