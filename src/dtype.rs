@@ -174,6 +174,10 @@ fn scalar(s: &str) -> Res<Dtype> {
             'D' => scalar_of(ord, "c16", 16),
             'G' => scalar_of(ord, "c32", 32),
             'M' | 'm' => scalar_of(ord, &format!("{kind}8"), 8),
+            // Unsized: empty items (only usable as fields).
+            'S' | 'a' => scalar_of('|', "S0", 0),
+            'U' => scalar_of(ord, "U0", 0),
+            'V' => scalar_of('|', "V0", 0),
             _ => return Err(format!("type code {kind:?} not supported")),
         });
     }
