@@ -1,4 +1,5 @@
 //! b2nd arrays of every dtype form, as python-blosc2 2.2 to 4.14 write them
+//! (and a few structured ones packed by bloscpack 0.16)
 //! (scripts/writers/dtype.py, fixtures in tests/fixtures/writers/dtype):
 //! each is presented as its writer reads it, byte for byte (`numpy.save` of
 //! `blosc2.open(path)[...]`), under the name its writer's dtype allows
@@ -73,7 +74,13 @@ fn every_array_is_presented_as_its_writer_reads_it() {
     for f in &all {
         let probe = bloscfs::detect::probe_path(&f.path).unwrap().unwrap();
         let name = bloscfs::names::presented_name(f.path.file_name().unwrap(), probe.npy);
-        let got = read_all(&f.path);
+        let got = match std::panic::catch_unwind(|| read_all(&f.path)) {
+            Ok(g) => g,
+            Err(_) => {
+                bad.push(format!("{}: does not open", f.what));
+                continue;
+            }
+        };
         if probe.npy != f.npy || name != OsStr::new(&f.presented) {
             bad.push(format!("{}: presented as {name:?}", f.what));
         } else if got.len() as u64 != f.len || sha(&got) != f.sha256 || probe.len != f.len {

@@ -12,7 +12,8 @@ its own venv; blosc2 2.x needs numpy 1.x):
     .venv/bin/python                 scripts/writers/dtype.py tests/fixtures/writers/dtype
 
 A run writes `b2-VERSION/*.b2nd` and `b2-VERSION/manifest.json`, and
-`descrs-numpy-VERSION.json`. The manifest says, for each array, what bloscfs
+`descrs-numpy-VERSION.json` (and, where bloscpack is installed, a few of the
+same arrays packed by it in `bloscpack-VERSION/`). The manifest says, for each array, what bloscfs
 must present: its name (`NAME.npy`, or the source name when the dtype has no
 `.npy` form), length and SHA-256. The expectation is the writer's own
 decoding: `numpy.save` of `blosc2.open(path)[...]`, or that array's C-order
@@ -183,6 +184,40 @@ def mismatched(name, shape, chunks, blocks, fake):
            meta=stored_dtype(path))
 
 
+def bloscpack_arrays():
+    """The same structured dtypes packed by bloscpack (its metadata holds
+    `repr(dtype.descr)`), when bloscpack is installed: OUT/bloscpack-VERSION."""
+    import collections
+    import collections.abc
+
+    for n in ("MutableMapping", "Mapping", "Sequence", "Iterable", "Callable"):
+        setattr(collections, n, getattr(collections.abc, n))
+    try:
+        import bloscpack as bp
+    except ImportError:
+        return
+    sub = f"bloscpack-{bp.__version__}"
+    shutil.rmtree(os.path.join(OUT, sub), ignore_errors=True)
+    os.makedirs(os.path.join(OUT, sub))
+    entries = []
+    for name in ["bool-field", "every-kind", "nested-subarrays", "names", "aligned", "gaps"]:
+        path = os.path.join(OUT, sub, f"{name}.blp")
+        arr = data(STRUCTS[name], (7, 5))
+        bp.pack_ndarray_to_file(arr, path, chunk_size=arr.dtype.itemsize * 8)
+        got = bp.unpack_ndarray_from_file(path)
+        assert same_values(got.view(arr.dtype), arr) if got.dtype.itemsize == arr.dtype.itemsize else False
+        body = npy_bytes(got)
+        entries.append({
+            "path": os.path.relpath(path, OUT), "presented": f"{name}.npy", "npy": True,
+            "len": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+            "dtype": repr(arr.dtype.descr), "why": "bloscpack metadata",
+            "writer": f"bloscpack {bp.__version__}",
+        })
+    with open(os.path.join(OUT, sub, "manifest.json"), "w") as f:
+        json.dump({"writer": f"bloscpack {bp.__version__}", "numpy": np.__version__,
+                   "fixtures": entries}, f, indent=1, ensure_ascii=False)
+
+
 def descr_table():
     """How numpy.save writes the descr of each stored dtype text."""
     dts = [np.dtype(s) for s in SCALARS + ["<f16", "<c32", "<M8", "<M8[10ms]", ">U2", "|S1",
@@ -247,6 +282,7 @@ def main():
         json.dump({"writer": f"python-blosc2 {VER}", "numpy": np.__version__,
                    "fixtures": MANIFEST}, f, indent=1, ensure_ascii=False)
     descr_table()
+    bloscpack_arrays()
 
 
 main()
