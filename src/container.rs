@@ -135,6 +135,30 @@ pub enum View {
     },
 }
 
+impl View {
+    /// Presented as a `.npy` file (with its header): named `NAME.npy`.
+    /// An array whose dtype a header cannot carry has no header and keeps
+    /// its source name.
+    pub fn is_npy(&self) -> bool {
+        matches!(self, View::Npy { header, .. } if !header.is_empty())
+    }
+
+    /// Presented length, given the raw content's length.
+    pub fn len(&self, raw_len: u64) -> u64 {
+        match self {
+            View::Raw => raw_len,
+            View::Npy {
+                header,
+                nd: Some(nd),
+                ..
+            } => header.len() as u64 + nd.data_len(),
+            View::Npy {
+                header, nd: None, ..
+            } => header.len() as u64 + raw_len,
+        }
+    }
+}
+
 impl Container {
     pub fn new(path: &Path, index: Index, env: Env) -> Result<Container> {
         index.validate().map_err(|e| e.in_file(path))?;
@@ -193,17 +217,7 @@ impl Container {
 
     /// Presented length (the raw content, or the `.npy` file).
     pub fn len(&self) -> u64 {
-        match &self.view {
-            View::Raw => self.raw_len(),
-            View::Npy {
-                header,
-                nd: Some(nd),
-                ..
-            } => header.len() as u64 + nd.data_len(),
-            View::Npy {
-                header, nd: None, ..
-            } => header.len() as u64 + self.raw_len(),
-        }
+        self.view.len(self.raw_len())
     }
 
     /// Uncompressed length of the raw content.

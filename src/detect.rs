@@ -2,12 +2,13 @@
 //! and opening it as a `Container`. Names never matter.
 
 use crate::container::{Container, Env, View};
+use crate::dtype::Dtype;
 use crate::error::Result;
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
 use crate::format::frame;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
-use crate::npy::{descr_itemsize, npy_header, NdLayout};
+use crate::npy::{npy_header, NdLayout};
 use crate::srcdir::SourceDir;
 use std::path::Path;
 use std::sync::Arc;
@@ -123,11 +124,9 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
                 ..Default::default()
             };
             match npy_view(&info) {
-                Some(Ok(View::Npy {
-                    header,
-                    nd: Some(nd),
-                    ..
-                })) => Ok(Some(probe(header.len() as u64 + nd.data_len(), true))),
+                Some(Ok(v @ View::Npy { nd: Some(_), .. })) => {
+                    Ok(Some(probe(v.len(h.nbytes), v.is_npy())))
+                }
                 _ => Ok(Some(probe(h.nbytes, false))),
             }
         }
@@ -136,8 +135,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
             let c = open_source(src.clone(), path, &env)?.ok_or_else(|| {
                 crate::Error::corrupt("container vanished while probing").in_file(path)
             })?;
-            let npy = matches!(c.view(), View::Npy { header, .. } if !header.is_empty());
-            Ok(Some(probe(c.len(), npy)))
+            Ok(Some(probe(c.len(), c.view().is_npy())))
         }
     }
 }
@@ -198,7 +196,9 @@ fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
     }
 }
 
-/// The `.npy` view of an N-dimensional array, if the container is one.
+/// The view of an N-dimensional array, if the container is one: `.npy`
+/// when its dtype can be written in a `.npy` header exactly, else its
+/// C-order bytes under the source name (`View::is_npy` false), logged.
 pub fn npy_view(info: &Info) -> Option<Result<View>> {
     if let Some((_, json)) = info
         .metalayers
@@ -206,61 +206,91 @@ pub fn npy_view(info: &Info) -> Option<Result<View>> {
         .find(|(n, _)| n == "bloscpack-metadata")
     {
         let m = crate::format::bloscpack::numpy_meta(json)?;
-        return Some((|| {
-            let itemsize = descr_itemsize(&m.descr).ok_or_else(|| {
-                crate::Error::unsupported(format!("dtype {:?} cannot be expressed", m.descr))
-            })?;
-            let n = m.shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d));
-            crate::ensure!(
-                n == Some(info.nbytes),
-                corrupt,
-                "array metadata (shape {:?}, dtype {}) does not match the {} bytes stored",
-                m.shape,
-                m.descr,
-                info.nbytes
-            );
-            Ok(View::Npy {
-                header: npy_header(&m.descr, m.fortran_order, &m.shape),
-                nd: None,
-                descr: m.descr.clone(),
-            })
-        })());
+        return Some(bloscpack_view(&m, info));
     }
     let meta = info
         .metalayers
         .iter()
         .find(|(n, _)| n == "b2nd" || n == "caterva")
         .map(|(_, v)| v)?;
-    Some((|| {
-        let m = crate::format::b2nd::parse(meta)?;
-        let expressible = if m.dtype_format == 0 {
-            descr_itemsize(&m.dtype)
-        } else {
-            None
-        };
-        let Some(itemsize) = expressible else {
-            // A dtype NumPy's .npy header cannot carry (or not a NumPy dtype):
-            // present the logical array bytes in C order, without a header.
-            let itemsize = info.typesize.max(1) as u64;
+    Some(b2nd_view(meta, info))
+}
+
+/// The dtype text's item size and `.npy` descr, or why there is none.
+fn npy_dtype(text: &str) -> std::result::Result<(u64, String), String> {
+    let d = Dtype::parse(text)?;
+    let descr = d.descr().map_err(|e| format!("dtype {text:?}: {e}"))?;
+    match d.itemsize() {
+        0 => Err(format!("dtype {text:?} has empty items")),
+        n => Ok((n, descr)),
+    }
+}
+
+/// A Bloscpack-packed NumPy array: `.npy` of the stored bytes as they are.
+fn bloscpack_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<View> {
+    let (itemsize, descr) = npy_dtype(&m.descr).map_err(crate::Error::unsupported)?;
+    let n = m.shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d));
+    crate::ensure!(
+        n == Some(info.nbytes),
+        corrupt,
+        "array metadata (shape {:?}, dtype {}) does not match the {} bytes stored",
+        m.shape,
+        m.descr,
+        info.nbytes
+    );
+    Ok(View::Npy {
+        header: npy_header(&descr, m.fortran_order, &m.shape),
+        nd: None,
+        descr: m.descr.clone(),
+    })
+}
+
+/// A b2nd array. C-Blosc2 lays it out in items of the frame's typesize
+/// whatever the dtype text says; when the two disagree, the items are
+/// presented as opaque `|V<typesize>` ones so that no byte is lost.
+fn b2nd_view(meta: &[u8], info: &Info) -> Result<View> {
+    let m = crate::format::b2nd::parse(meta)?;
+    let typesize = info.typesize as u64;
+    let dtype = if m.dtype_format == 0 {
+        npy_dtype(&m.dtype)
+    } else {
+        Err(format!("dtype format {} is not NumPy's", m.dtype_format))
+    };
+    let npy = |itemsize: u64, descr: &str, shown: String| -> Result<View> {
+        let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
+        Ok(View::Npy {
+            header: npy_header(descr, false, &m.shape),
+            nd: Some(Box::new(nd)),
+            descr: shown,
+        })
+    };
+    match dtype {
+        Ok((itemsize, descr)) if typesize == 0 || itemsize == typesize => {
+            npy(itemsize, &descr, m.dtype.clone())
+        }
+        Ok((itemsize, _)) => {
             log::warn!(
-                "array dtype {:?} (format {}) cannot be expressed as .npy; presenting its raw C-order bytes ({itemsize}-byte items)",
-                m.dtype,
-                m.dtype_format
+                "array dtype {:?} has {itemsize}-byte items but the frame's typesize is {typesize}; presenting every stored byte as '|V{typesize}' items (laid out by typesize, as C-Blosc2 reads it)",
+                m.dtype
             );
-            let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
-            return Ok(View::Npy {
+            npy(
+                typesize,
+                &format!("'|V{typesize}'"),
+                format!("|V{typesize}"),
+            )
+        }
+        Err(why) => {
+            log::warn!(
+                "array cannot be presented as .npy ({why}); presenting its raw C-order bytes ({typesize}-byte items) under the source name"
+            );
+            let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, typesize)?;
+            Ok(View::Npy {
                 header: Vec::new(),
                 nd: Some(Box::new(nd)),
                 descr: m.dtype.clone(),
-            });
-        };
-        let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
-        Ok(View::Npy {
-            header: npy_header(&m.dtype, false, &m.shape),
-            nd: Some(Box::new(nd)),
-            descr: m.dtype.clone(),
-        })
-    })())
+            })
+        }
+    }
 }
 
 /// The index of a file holding exactly one chunk.

@@ -10,6 +10,7 @@ pub mod container;
 pub mod decode;
 pub mod describe;
 pub mod detect;
+pub mod dtype;
 pub mod error;
 pub mod filter;
 pub mod format;

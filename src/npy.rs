@@ -61,17 +61,22 @@ impl NdLayout {
         let mut total = itemsize;
         let mut chunk_bytes = itemsize;
         let mut block_bytes = itemsize;
+        // An array with no elements (a zero in its shape) may have zero
+        // chunk and block extents too (python-blosc2 writes `(0,)` for all
+        // three): it has no chunks to map.
+        let empty = shape.contains(&0);
+        let ceil_div = |a: u64, b: u64| if b == 0 { 0 } else { a.div_ceil(b) };
         for k in 0..nd {
             let (s, c, b) = (shape[k], chunkshape[k], blockshape[k]);
             ensure!(
-                c > 0 && b > 0 && b <= c,
+                (empty || (c > 0 && b > 0)) && b <= c,
                 corrupt,
                 "b2nd: dimension {k}: chunk {c} / block {b} shape is not usable"
             );
-            let e = c.div_ceil(b) * b;
+            let e = ceil_div(c, b) * b;
             ext.push(e);
-            grid.push(s.div_ceil(c));
-            bgrid.push(e / b);
+            grid.push(ceil_div(s, c));
+            bgrid.push(ceil_div(e, b));
             let over = || Error::corrupt("b2nd: array size overflows");
             total = total.checked_mul(s).ok_or_else(over)?;
             chunk_bytes = chunk_bytes.checked_mul(e).ok_or_else(over)?;
@@ -214,156 +219,11 @@ impl NdLayout {
     }
 }
 
-/// Itemsize of a NumPy dtype descr as python-blosc2 and bloscpack store it
-/// (`'<f8'`, `'|S3'`, `'<U5'`, `'<M8[s]'`, or a structured list
-/// `[('a', '<i4'), ('b', '<f8', (2,))]`). `None` if we cannot tell.
-pub fn descr_itemsize(descr: &str) -> Option<u64> {
-    let d = descr.trim();
-    // Bounded nesting (the parser recurses into nested structured dtypes).
-    if d.matches('[').count() > 32 {
-        return None;
-    }
-    if d.starts_with('[') {
-        return structured_itemsize(d);
-    }
-    let d = d.trim_matches(|c| c == '\'' || c == '"');
-    let body = d.strip_prefix(['<', '>', '|', '=']).unwrap_or(d);
-    let mut chars = body.chars();
-    let kind = chars.next()?;
-    let rest: String = chars.take_while(|c| c.is_ascii_digit()).collect();
-    let n: u64 = rest.parse().ok()?;
-    match kind {
-        'b' | 'i' | 'u' | 'f' | 'c' | 'S' | 'V' | 'a' | 'M' | 'm' => Some(n),
-        'U' => n.checked_mul(4),
-        '?' => Some(1),
-        _ => None,
-    }
-}
-
-/// Itemsize of a structured descr: the sum of its fields (with subarray shapes).
-fn structured_itemsize(d: &str) -> Option<u64> {
-    let inner = d.strip_prefix('[')?.strip_suffix(']')?;
-    let mut total = 0u64;
-    let mut depth = 0i32;
-    let mut start = None;
-    for (i, ch) in inner.char_indices() {
-        match ch {
-            '(' | '[' => {
-                if depth == 0 && ch == '(' {
-                    start = Some(i + 1);
-                }
-                depth += 1;
-            }
-            ')' | ']' => {
-                depth -= 1;
-                if depth == 0 && ch == ')' {
-                    let field = &inner[start?..i];
-                    total = total.checked_add(field_itemsize(field)?)?;
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(total)
-}
-
-/// One field `'name', <dtype>[, (shape)]`.
-fn field_itemsize(f: &str) -> Option<u64> {
-    // Skip the name (a quoted string).
-    let f = f.trim();
-    let q = f.chars().next()?;
-    let ql = q.len_utf8();
-    let end = f[ql..].find(q)? + ql;
-    let rest = f[end + ql..].trim().strip_prefix(',')?.trim();
-    let (dtype, shape) = if rest.starts_with('[') {
-        // nested structured dtype
-        let close = matching(rest, '[', ']')?;
-        (&rest[..=close], rest[close + 1..].trim())
-    } else {
-        let q = rest.chars().next()?;
-        let ql = q.len_utf8();
-        let e = rest[ql..].find(q)? + ql;
-        (&rest[..e + ql], rest[e + ql..].trim())
-    };
-    let mut size = descr_itemsize(dtype)?;
-    if let Some(s) = shape.strip_prefix(',') {
-        let s = s.trim().trim_start_matches('(').trim_end_matches(')');
-        for dim in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            size = size.checked_mul(dim.parse().ok()?)?;
-        }
-    }
-    Some(size)
-}
-
-fn matching(s: &str, open: char, close: char) -> Option<usize> {
-    let mut depth = 0;
-    for (i, c) in s.char_indices() {
-        if c == open {
-            depth += 1;
-        } else if c == close {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
-
-/// Give simple type codes inside a structured descr the byte-order prefix
-/// NumPy's own `descr` uses (`'S3'` -> `'|S3'`), as `numpy.save` writes it.
-fn normalize_structured(d: &str) -> String {
-    let mut out = String::with_capacity(d.len() + 8);
-    // Per open tuple: how many quoted strings it has seen so far.
-    let mut seen: Vec<u32> = Vec::new();
-    let mut chars = d.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '(' => {
-                seen.push(0);
-                out.push(c);
-            }
-            ')' => {
-                seen.pop();
-                out.push(c);
-            }
-            '\'' | '"' => {
-                let mut lit = String::new();
-                for x in chars.by_ref() {
-                    if x == c {
-                        break;
-                    }
-                    lit.push(x);
-                }
-                let is_type = match seen.last_mut() {
-                    Some(n) => {
-                        *n += 1;
-                        *n == 2
-                    }
-                    None => false,
-                };
-                out.push('\'');
-                if is_type && !lit.starts_with(['<', '>', '|', '=']) {
-                    match lit.chars().next() {
-                        Some('U') => out.push('<'),
-                        Some(k) if "SVab?".contains(k) || lit == "u1" || lit == "i1" => {
-                            out.push('|')
-                        }
-                        _ => {}
-                    }
-                }
-                out.push_str(&lit);
-                out.push('\'');
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// A `.npy` header exactly as `numpy.save` writes it: format 1.0 (2.0 when
-/// the header needs more than 65535 bytes), spare spaces for the growth
-/// axis, padded with spaces to a multiple of 64 bytes and ended by a newline.
+/// A `.npy` header exactly as `numpy.save` writes it, for `descr` given as
+/// Python text (`Dtype::descr`): format 1.0 (2.0 when the header needs more
+/// than 65535 bytes, 3.0 when it is not Latin-1), spare spaces for the
+/// growth axis, padded with spaces to a multiple of 64 bytes and ended by a
+/// newline.
 pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
     let shape_s = match shape.len() {
         0 => "()".to_string(),
@@ -377,13 +237,8 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let descr_s = if descr.trim_start().starts_with('[') {
-        normalize_structured(descr.trim())
-    } else {
-        format!("'{}'", descr.trim_matches(|c| c == '\'' || c == '"'))
-    };
     let mut dict = format!(
-        "{{'descr': {descr_s}, 'fortran_order': {}, 'shape': {shape_s}, }}",
+        "{{'descr': {descr}, 'fortran_order': {}, 'shape': {shape_s}, }}",
         if fortran_order { "True" } else { "False" }
     );
     if let Some(&g) = if fortran_order {
@@ -394,9 +249,21 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
         // numpy's GROWTH_AXIS_MAX_DIGITS
         dict.push_str(&" ".repeat(21usize.saturating_sub(g.to_string().len())));
     }
-    for (major, len_bytes) in [(1u8, 2usize), (2u8, 4usize)] {
+    // Formats 1.0 and 2.0 hold Latin-1 text; 3.0 UTF-8 (field names
+    // outside Latin-1).
+    let latin1: Option<Vec<u8>> = dict
+        .chars()
+        .map(|c| u8::try_from(u32::from(c)).ok())
+        .collect();
+    let versions: &[(u8, usize)] = if latin1.is_some() {
+        &[(1, 2), (2, 4)]
+    } else {
+        &[(3, 4)]
+    };
+    let text = latin1.unwrap_or_else(|| dict.clone().into_bytes());
+    for &(major, len_bytes) in versions {
         let pre = 6 + 2 + len_bytes;
-        let hlen = dict.len() + 1;
+        let hlen = text.len() + 1;
         let pad = 64 - (pre + hlen) % 64;
         let total = pre + hlen + pad;
         if major == 1 && hlen + pad > u16::MAX as usize {
@@ -411,7 +278,7 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
         } else {
             h.extend_from_slice(&((hlen + pad) as u32).to_le_bytes());
         }
-        h.extend_from_slice(dict.as_bytes());
+        h.extend_from_slice(&text);
         h.resize(total - 1, b' ');
         h.push(b'\n');
         return h;
@@ -424,29 +291,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn itemsizes() {
-        assert_eq!(descr_itemsize("<f8"), Some(8));
-        assert_eq!(descr_itemsize("|b1"), Some(1));
-        assert_eq!(descr_itemsize("<U5"), Some(20));
-        assert_eq!(descr_itemsize("<M8[s]"), Some(8));
-        assert_eq!(descr_itemsize("|S3"), Some(3));
-        assert_eq!(
-            descr_itemsize("[('a', '<i4'), ('b', '<f8', (2,)), ('c', 'S3')]"),
-            Some(4 + 16 + 3)
-        );
-        assert_eq!(
-            descr_itemsize("[('a', [('x', '<i2'), ('y', '<i2')]), ('b', '<f4', (2, 3))]"),
-            Some(4 + 24)
-        );
-        assert_eq!(descr_itemsize("object"), None);
-        // Regression (fuzz): multi-byte quote characters.
-        let _ = descr_itemsize("[(\u{e9}a\u{e9}, \u{e9}<i4\u{e9})]");
-        assert_eq!(descr_itemsize("[('a', 'ä"), None);
-    }
-
-    #[test]
     fn header_is_aligned() {
-        let h = npy_header("<f8", false, &[3, 4]);
+        let h = npy_header("'<f8'", false, &[3, 4]);
         assert_eq!(h.len() % 64, 0);
         assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
         assert_eq!(*h.last().unwrap(), b'\n');

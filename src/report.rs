@@ -45,8 +45,15 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         0.0
     };
     let _ = writeln!(s, "ratio:         {ratio:.2}x");
-    if let crate::container::View::Npy { nd, descr, .. } = c.view() {
-        let _ = writeln!(s, "presented as:  .npy, dtype {descr}");
+    if let v @ crate::container::View::Npy { nd, descr, .. } = c.view() {
+        if v.is_npy() {
+            let _ = writeln!(s, "presented as:  .npy, dtype {descr}");
+        } else {
+            let _ = writeln!(
+                s,
+                "presented as:  raw C-order array bytes (dtype {descr} has no .npy form)"
+            );
+        }
         if let Some(nd) = nd {
             let _ = writeln!(s, "shape:         {:?}", nd.shape);
             let _ = writeln!(s, "chunk shape:   {:?}", nd.chunkshape);

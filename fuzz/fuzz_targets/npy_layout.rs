@@ -1,5 +1,7 @@
-//! N-dimensional layout mapping and .npy headers on arbitrary geometry.
+//! N-dimensional layout mapping, dtype descriptions (read and written back)
+//! and .npy headers on arbitrary geometry.
 #![no_main]
+use bloscfs::dtype::Dtype;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
@@ -23,7 +25,15 @@ fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
             assert_eq!(total, len);
         }
     }
-    let _ = bloscfs::npy::descr_itemsize(&descr);
-    let h = bloscfs::npy::npy_header(&descr, false, &shape);
-    assert_eq!(h.len() % 64, 0);
+    if let Ok(d) = Dtype::parse(&descr) {
+        assert!(d.itemsize() <= bloscfs::dtype::MAX_ITEMSIZE);
+        if let Ok(text) = d.descr() {
+            // What is written back reads back as items of the same size.
+            if let Ok(again) = Dtype::parse(&text) {
+                assert_eq!(again.itemsize(), d.itemsize(), "{descr:?} -> {text}");
+            }
+            let h = bloscfs::npy::npy_header(&text, false, &shape);
+            assert_eq!(h.len() % 64, 0);
+        }
+    }
 });

@@ -6,4 +6,5 @@ pub mod chunk;
 pub mod frame;
 pub mod msgpack;
 pub mod packed;
+pub mod pylit;
 pub mod vlblocks;
