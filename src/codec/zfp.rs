@@ -18,8 +18,8 @@ use super::Params;
 use crate::ensure;
 use crate::error::{Error, Result};
 use zfp_rs::{
-    ZfpBitStreamRef, ZfpConfig, ZfpDimensionality, ZfpFieldMut, ZfpScalar,
-    ZfpScalarType, ZfpStreamAlignment,
+    ZfpBitStreamRef, ZfpConfig, ZfpDimensionality, ZfpFieldMut, ZfpScalar, ZfpScalarType,
+    ZfpStreamAlignment,
 };
 
 /// Which of the three ZFP codecs (the codec id less 33).
@@ -67,14 +67,22 @@ pub fn decompress(mode: Mode, src: &[u8], dst: &mut [u8], p: &Params) -> Result<
             )))
         }
     };
-    // The field covers the block exactly: checked in u64, so no block
-    // shape from a metalayer can overflow it.
-    let values = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    // The field covers the stream's output exactly: checked in u64, so no
+    // block shape from a metalayer can overflow it.
+    let field = shape
+        .iter()
+        .try_fold(ts as u64, |a, &d| a.checked_mul(d))
+        .filter(|_| shape.iter().all(|&d| d > 0));
+    let out = dst.len() as u64;
     ensure!(
-        shape.iter().all(|&d| d > 0) && values.and_then(|v| v.checked_mul(ts as u64)) == Some(dst.len() as u64),
+        field != Some(out * ts as u64),
+        unsupported,
+        "{name} stream of a block split into {ts} streams: ZFP codes whole blocks (python-blosc2 2.x to 4.0 wrote these; 4.14 refuses them, and older releases overrun their buffers reading them)"
+    );
+    ensure!(
+        field == Some(out),
         corrupt,
-        "{name} stream: block shape {shape:?} of {ts}-byte items does not fill a block of {} bytes",
-        dst.len()
+        "{name} stream: block shape {shape:?} of {ts}-byte items does not fill the stream's {out} bytes"
     );
     // ZFP's `nx` is the fastest-varying axis: the block's last.
     let mut dims = [0usize; MAX_DIMS];
@@ -130,12 +138,14 @@ fn decode_into<T: ZfpScalar + bytemuck::Pod + Default>(
 ) -> std::result::Result<(), String> {
     if let Ok(out) = bytemuck::try_cast_slice_mut::<u8, T>(dst) {
         let mut field = ZfpFieldMut::new(out, dims).map_err(|e| e.to_string())?;
-        bs.decompress(config, &mut field).map_err(|e| e.to_string())?;
+        bs.decompress(config, &mut field)
+            .map_err(|e| e.to_string())?;
         return Ok(());
     }
     let mut tmp = vec![T::default(); dst.len() / std::mem::size_of::<T>()];
     let mut field = ZfpFieldMut::new(&mut tmp[..], dims).map_err(|e| e.to_string())?;
-    bs.decompress(config, &mut field).map_err(|e| e.to_string())?;
+    bs.decompress(config, &mut field)
+        .map_err(|e| e.to_string())?;
     dst.copy_from_slice(bytemuck::cast_slice(&tmp));
     Ok(())
 }
