@@ -217,10 +217,10 @@ fn codecs(c: &mut Criterion) {
     let mut g = config(c);
     for (codec, src, n) in &streams {
         let mut dst = vec![0u8; *n];
-        codec::decompress(*codec, src, &mut dst, None).expect("round trip");
+        codec::decompress(*codec, src, &mut dst, &Default::default()).expect("round trip");
         g.throughput(Throughput::Bytes(*n as u64));
         g.bench_function(format!("codec/{}", codec.name()), |b| {
-            b.iter(|| codec::decompress(*codec, black_box(src), black_box(&mut dst), None).unwrap())
+            b.iter(|| codec::decompress(*codec, black_box(src), black_box(&mut dst), &Default::default()).unwrap())
         });
     }
     g.finish();

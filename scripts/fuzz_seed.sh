@@ -5,7 +5,7 @@
 # sparse-frame fixture directory joined into one input (index, then chunk
 # files, separated as fuzz/fuzz_targets/sparse_frame.rs expects); `codecs`
 # also gets one valid stream per codec if python-blosc2 is available
-# (.venv/bin/python, or $PYTHON).
+# (.venv/bin/python, or $PYTHON), and `zfp` ZFP block streams likewise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=$1
@@ -28,6 +28,12 @@ codecs)
     py=${PYTHON:-.venv/bin/python}
     if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
         "$py" scripts/fuzz_codec_seeds.py "$c" || echo "warning: codec seeds not generated" >&2
+    fi
+    ;;
+zfp)
+    py=${PYTHON:-.venv/bin/python}
+    if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
+        "$py" scripts/fuzz_zfp_seeds.py "$c" || echo "warning: zfp seeds not generated" >&2
     fi
     ;;
 esac

@@ -118,6 +118,9 @@ pub struct Container {
     /// Set once the chunk headers have been hinted to the kernel (the first
     /// random read).
     hinted: AtomicBool,
+    /// The array's block shape from its `b2nd` (or `caterva`) metalayer,
+    /// given to each chunk layout for the codecs that need it (ZFP).
+    block_shape: Option<Arc<[u64]>>,
 }
 
 /// How the raw uncompressed content is presented.
@@ -163,6 +166,7 @@ impl Container {
     pub fn new(path: &Path, index: Index, env: Env) -> Result<Container> {
         index.validate().map_err(|e| e.in_file(path))?;
         let n = index.chunks.len();
+        let block_shape = array_block_shape(&index.info);
         Ok(Container {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             path: path.to_path_buf(),
@@ -175,6 +179,7 @@ impl Container {
             ahead_to: AtomicU64::new(0),
             src_end: Arc::new(AtomicU64::new(0)),
             hinted: AtomicBool::new(false),
+            block_shape,
         })
     }
 
@@ -662,9 +667,11 @@ impl Container {
             }
             need = again;
         }
-        let layout = Arc::new(ChunkLayout::parse_with(&prefix, |extents| {
+        let mut layout = ChunkLayout::parse_with(&prefix, |extents| {
             self.read_vl_sizes(source.as_ref(), offset, extents)
-        })?);
+        })?;
+        layout.block_shape = self.block_shape.clone();
+        let layout = Arc::new(layout);
         let _ = self.layouts[ci].set(layout.clone());
         Ok(layout)
     }
@@ -829,6 +836,16 @@ impl Container {
 /// content's length).
 fn chunk_at(chunks: &[ChunkEntry], off: u64) -> usize {
     chunks.partition_point(|c| c.uoff + c.ulen <= off)
+}
+
+/// The block shape of an N-dimensional array (`b2nd` metalayer, or its
+/// older name `caterva`), if the container is one and it parses.
+fn array_block_shape(info: &crate::index::Info) -> Option<Arc<[u64]>> {
+    let meta = ["b2nd", "caterva"]
+        .iter()
+        .find_map(|name| info.metalayers.iter().find(|(n, _)| n == name))?;
+    let m = crate::format::b2nd::parse(&meta.1).ok()?;
+    Some(m.blockshape.into())
 }
 
 /// What decoding blocks of one stored chunk needs, without the container

@@ -267,7 +267,12 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
     let neblock = bsize / nstreams;
     let rest = bsize - neblock * nstreams;
     let total = nstreams + usize::from(rest > 0);
-    let dict = layout.dict.as_deref();
+    let params = codec::Params {
+        dict: layout.dict.as_deref(),
+        meta: h.compcode_meta,
+        typesize: h.typesize,
+        block_shape: layout.block_shape.as_deref(),
+    };
     let mut pos = 0usize;
     for j in 0..total {
         let start = j * neblock;
@@ -313,7 +318,7 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
         if csize == dst.len() {
             dst.copy_from_slice(src);
         } else {
-            codec::decompress(codec, src, dst, dict).map_err(|e| Error {
+            codec::decompress(codec, src, dst, &params).map_err(|e| Error {
                 reason: format!("stream {j}: {}", e.reason),
                 ..e
             })?;

@@ -3,6 +3,7 @@
 //! stream implicitly, so a short or long result is corruption).
 
 pub mod blosclz;
+pub mod zfp;
 
 use crate::error::{Error, Result};
 use crate::format::chunk::Codec;
@@ -13,8 +14,20 @@ thread_local! {
     static ZLIB: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
 }
 
-/// Decompress `src` into all of `dst`. `dict` is the chunk's dictionary, if any.
-pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<()> {
+/// What a stream's codec may need besides the stream: the chunk's
+/// dictionary (zstd, lz4), and for ZFP the chunk's codec meta byte and
+/// typesize and the array's block shape (from its `b2nd` metalayer).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Params<'a> {
+    pub dict: Option<&'a [u8]>,
+    pub meta: u8,
+    pub typesize: u8,
+    pub block_shape: Option<&'a [u64]>,
+}
+
+/// Decompress `src` into all of `dst`.
+pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8], p: &Params) -> Result<()> {
+    let dict = p.dict;
     let n = match codec {
         Codec::BloscLz => blosclz::decompress(src, dst)?,
         Codec::Lz4 => match dict {
@@ -27,6 +40,7 @@ pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8], dict: Option<&[u8]>)
             .map_err(|e| Error::corrupt(format!("snappy stream: {e}")))?,
         Codec::Zlib => zlib_decompress(src, dst)?,
         Codec::Zstd => zstd_decompress(src, dst, dict)?,
+        Codec::Zfp(mode) => zfp::decompress(mode, src, dst, p)?,
     };
     if n != dst.len() {
         return Err(Error::corrupt(format!(

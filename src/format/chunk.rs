@@ -5,6 +5,7 @@
 //! before it is used to index or allocate.
 
 use super::vlblocks::{self, VlBlocks};
+pub use crate::codec::zfp::Mode as ZfpMode;
 use crate::ensure;
 use crate::error::{Error, Result};
 
@@ -62,11 +63,17 @@ pub enum Codec {
     Snappy,
     Zlib,
     Zstd,
+    /// The C-Blosc2 ZFP plugin codecs (ids 33-35).
+    Zfp(ZfpMode),
 }
+
+/// First id of the ZFP plugin codecs (`zfp_acc`; `zfp_prec` and `zfp_rate` follow).
+pub const ZFP_ACC_ID: u8 = 33;
 
 impl Codec {
     pub fn name(self) -> &'static str {
         match self {
+            Codec::Zfp(m) => m.name(),
             Codec::BloscLz => "blosclz",
             Codec::Lz4 => "lz4",
             Codec::Snappy => "snappy",
@@ -289,6 +296,13 @@ impl ChunkHeader {
             2 if self.version <= 2 => Codec::Snappy,
             3 => Codec::Zlib,
             4 => Codec::Zstd,
+            6 if (ZFP_ACC_ID..ZFP_ACC_ID + 3).contains(&self.udcodec) => {
+                Codec::Zfp(match self.udcodec - ZFP_ACC_ID {
+                    0 => ZfpMode::Accuracy,
+                    1 => ZfpMode::Precision,
+                    _ => ZfpMode::Rate,
+                })
+            }
             6 => {
                 return Err(Error::unsupported(format!(
                     "unsupported codec {} (user-defined or plugin codec)",
@@ -384,6 +398,10 @@ pub struct ChunkLayout {
     pub prefix_len: usize,
     /// The block sizes of a VL-block chunk.
     pub vl: Option<VlBlocks>,
+    /// The array's block shape (its `b2nd` metalayer), which the ZFP codecs
+    /// need and the chunk does not hold: set by the container, `None` from
+    /// `parse`.
+    pub block_shape: Option<std::sync::Arc<[u64]>>,
 }
 
 impl ChunkLayout {
@@ -529,6 +547,7 @@ impl ChunkLayout {
             value,
             prefix_len: need,
             vl,
+            block_shape: None,
         })
     }
 

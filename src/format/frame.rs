@@ -243,6 +243,9 @@ pub fn codec_name(id: u8) -> String {
         3 => "snappy".into(),
         4 => "zlib".into(),
         5 => "zstd".into(),
+        33 => "zfp_acc".into(),
+        34 => "zfp_prec".into(),
+        35 => "zfp_rate".into(),
         n => format!("codec{n}"),
     }
 }
