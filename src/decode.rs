@@ -267,12 +267,7 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
     let neblock = bsize / nstreams;
     let rest = bsize - neblock * nstreams;
     let total = nstreams + usize::from(rest > 0);
-    let params = codec::Params {
-        dict: layout.dict.as_deref(),
-        meta: h.compcode_meta,
-        typesize: h.typesize,
-        block_shape: layout.block_shape.as_deref(),
-    };
+    let params = codec_params(layout);
     let mut pos = 0usize;
     for j in 0..total {
         let start = j * neblock;
@@ -350,7 +345,17 @@ fn decode_vl_stream(layout: &ChunkLayout, data: &[u8], out: &mut [u8]) -> Result
         return Ok(());
     }
     let codec = layout.header.codec()?;
-    codec::decompress(codec, src, out, layout.dict.as_deref())
+    codec::decompress(codec, src, out, &codec_params(layout))
+}
+
+/// What the codec of `layout`'s streams needs besides a stream.
+fn codec_params(layout: &ChunkLayout) -> codec::Params<'_> {
+    codec::Params {
+        dict: layout.dict.as_deref(),
+        meta: layout.header.compcode_meta,
+        typesize: layout.header.typesize,
+        block_shape: layout.block_shape.as_deref(),
+    }
 }
 
 /// Decode a whole chunk held in memory (used for small structures such as
