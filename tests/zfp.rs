@@ -220,7 +220,7 @@ fn a_zfp_block_decodes_alike_into_unaligned_buffers() {
         let bytes = std::fs::read(&f.path).unwrap();
         let e = l.extents[0];
         let data = &bytes[offset as usize + e.start as usize..offset as usize + e.end as usize];
-        let n = l.header.block_len(0) as usize;
+        let n = l.block_len(0) as usize;
         let mut aligned = vec![0u64; n.div_ceil(8)];
         let aligned: &mut [u8] = &mut bytemuck_bytes(&mut aligned)[..n];
         bloscfs::decode::decode_block(&l, 0, data, None, aligned).unwrap();
