@@ -370,3 +370,39 @@ fn symlinked_frame_files_lead_only_to_the_directory_owners_files() {
     assert!(o.status.success() && o.stdout == want, "nobody, links");
     assert_eq!(std::fs::read(mp.join("links")).unwrap(), want);
 }
+
+/// Without a mount (any user): the mode a sparse frame is presented with,
+/// and `open_as` checking a caller against the files as they are at the
+/// open, whatever mode was presented before.
+#[test]
+fn open_as_checks_the_caller_against_the_files_now() {
+    use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
+    use bloscfs::srcdir::Caller;
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("f.b2frame");
+    copy(&fixture(FRAME), &d);
+    chmod(&d, 0o755);
+    let fs = Fs::new(t.path(), &FsOptions::default()).unwrap();
+    let a = fs.lookup(ROOT_INO, std::ffi::OsStr::new("f")).unwrap();
+    assert_eq!(a.perm, 0o444);
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc::getuid() };
+    let other = Caller {
+        uid: me.wrapping_add(1),
+        gid: u32::MAX - 1,
+        pid: 0,
+    };
+    let owner = Caller {
+        uid: me,
+        gid: u32::MAX - 1,
+        pid: 0,
+    };
+    let (fh, _) = fs.open_as(a.ino, false, Some(&other)).unwrap();
+    assert_eq!(fs.read(fh, 0, 4096).unwrap(), content(FRAME)[..4096]);
+    fs.release(fh);
+    chmod(&d.join("00000001.chunk"), 0o600);
+    assert_eq!(fs.open_as(a.ino, false, Some(&other)), Err(libc::EACCES));
+    let (fh, _) = fs.open_as(a.ino, false, Some(&owner)).unwrap();
+    fs.release(fh);
+    assert_eq!(fs.getattr(a.ino).unwrap().perm, 0o400);
+}
