@@ -15,8 +15,9 @@ shift
 mode=("$@")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-py=$(command -v python3.11 || true)
-[ -n "$py" ] || fail "the compat venvs need CPython 3.11 (their wheels are cp311)"
+py=$(command -v python3.11 || command -v python3 || true)
+[ -n "$py" ] && "$py" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+    || fail "the compat venvs need CPython 3.11 (their wheels are cp311)"
 [ -x .venv/bin/python ] || fail ".venv missing: run scripts/setup.sh first"
 root=.venv-compat
 uv=$root/_uv/bin/uv

@@ -119,7 +119,7 @@ def b2_frames(blosc2):
         except Exception as e:
             skip(name, e)
             continue
-        if ref != src:
+        if ref != src and not (fn == "trunc" and len(ref) == len(src)):
             skip(name, "the writer's decoder returns other bytes than were written")
             continue
         record(p, ref, "blosc2-frame" if cont else "blosc2-sframe", codec=c.name, filters=fn, typesize=ts,
@@ -197,7 +197,10 @@ ARRAY_CASES = [
     ((), (), (), "<f8", None),
     ((900, 700), (250, 300), (50, 100), "<f8", "bitshuffle"),
     ((4000,), (1000,), (250,), "<f4", "trunc"),
+    ((60, 50), (32, 32), (16, 16), "<f8", "zfp"),
+    ((40,), (16,), (8,), "|S300", None),
 ]
+LOSSY = ("trunc", "zfp")
 
 
 def array_data(shape, dt):
@@ -229,10 +232,41 @@ def array_data(shape, dt):
     return arr.reshape(shape)
 
 
+def isolated(fn):
+    """fn() run in a forked child: old releases corrupt their heap on some
+    arrays, and such a crash must cost only that case."""
+    import pickle
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        import signal
+        signal.alarm(120)  # a lock held by another thread at the fork never frees
+        os.close(r)
+        try:
+            out = (True, fn())
+        except Exception as e:
+            out = (False, str(e))
+        with os.fdopen(w, "wb") as f:
+            pickle.dump(out, f)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        raise RuntimeError(f"the writer crashed (wait status {status})")
+    ok, val = pickle.loads(data)
+    if not ok:
+        raise RuntimeError(val)
+    return val
+
+
 def b2_arrays(blosc2):
     if not hasattr(blosc2, "asarray"):
         skip("b2nd/*", f"python-blosc2 {blosc2.__version__} has no b2nd arrays")
         return
+    if hasattr(blosc2, "set_nthreads"):
+        blosc2.set_nthreads(1)  # no worker threads to hold locks across isolated()'s fork
     sets = b2_filter_sets(blosc2)
     cases = ARRAY_CASES if S.full else [c for c in ARRAY_CASES if np.prod(c[0] or (1,)) < 20_000]
     for i, (shape, chunks, blocks, dt, fn) in enumerate(cases):
@@ -241,27 +275,43 @@ def b2_arrays(blosc2):
         name = f"b2nd/array{i:02d}-{len(shape)}d-{dt.str if not dt.names else 'struct'}.b2nd".replace("<", "").replace("|", "")
         p = os.path.join(S.out, name)
         kw = dict(chunks=chunks, blocks=blocks) if shape else {}
-        if fn:
+        if fn == "zfp" and int(blosc2.__version__.split(".")[0]) < 3:
+            skip(name, "ZFP arrays corrupt the heap of python-blosc2 2.x on reading back, now and then")
+            continue
+        if fn == "zfp":
+            kw["cparams"] = dict(codec=getattr(blosc2.Codec, "ZFP_ACC", None), codec_meta=12, filters=[],
+                                 filters_meta=[])
+        elif fn:
             fl = sets[fn]
             kw["cparams"] = dict(filters=fl, filters_meta=b2_meta(blosc2, fl, dt.itemsize), codec=blosc2.Codec.ZSTD)
-        try:
-            os.makedirs(os.path.dirname(p), exist_ok=True)
-            if os.path.exists(p):
-                os.remove(p)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        if os.path.exists(p):
+            os.remove(p)
+
+        def write_and_read():
             blosc2.asarray(arr, urlpath=p, mode="w", **kw)
             got = blosc2.open(p)
-            ref = np.asarray(got[()] if not shape else got[...])
+            return np.asarray(got[()] if not shape else got[...])
+
+        try:
+            ref = isolated(write_and_read)
         except Exception as e:
             skip(name, e)
+            if os.path.exists(p):
+                os.remove(p)
             continue
         params = dict(shape=list(shape), chunks=list(chunks), blocks=list(blocks), dtype=str(dt), filters=fn or "default")
         if dt.names and any(dt[f].kind == "b" for f in dt.names):
             params["known_defect"] = "structured dtype with a '?' field"
         if arr.size == 0:
             params["known_defect"] = "empty array"
+        if fn == "zfp":
+            params["known_defect"] = "ZFP codec"
+        if dt.itemsize > 255:
+            params["known_defect"] = "dtype itemsize != typesize"
         if ref.dtype != arr.dtype or ref.shape != arr.shape:
             params["note"] = f"the writer reads it back as {ref.dtype.str} {ref.shape}"
-        elif fn != "trunc" and ref.tobytes() != arr.tobytes():
+        elif fn not in LOSSY and ref.tobytes() != arr.tobytes():
             ref = arr
             params["note"] = "the writer's own read differs from the data written; the data written is expected"
         record(p, npy_bytes(ref), "b2nd", **params, **S.producer)

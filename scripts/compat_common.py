@@ -101,6 +101,11 @@ def chunk_oracle(p, ch, ref, src, ts, delta, kind, lossy=False, **params):
         UNDECODABLE.append({"path": os.path.relpath(p, S.out), "kind": kind, "params": params,
                             "reason": "the writer's own decoder fails on it",
                             "written_len": len(src), "written_sha256": sha(src)})
+    elif lossy and len(ref) == len(src) and len(src) % ts and ref[-(len(src) % ts):] != src[-(len(src) % ts):]:
+        # The writer's decoder leaves a trailing partial element unwritten,
+        # and what the chunk stores there went through the lossy filter: no
+        # oracle for those bytes.
+        skip(os.path.relpath(p, S.out), "lossy chunk whose trailing partial element the writer leaves unwritten")
     elif ref == src or (lossy and len(ref) == len(src)):
         write(p, ch)
         record(p, ref, kind, **params)
