@@ -17,6 +17,8 @@ cargo clippy --all-targets -- -D warnings
 echo "== reference fixture matrix (written by python-blosc2, python-blosc, bloscpack)"
 rm -rf fixtures-full
 .venv/bin/python scripts/gen_fixtures.py fixtures-full --full
+echo "== cross-version fixture matrix (older python-blosc2, python-blosc, numcodecs/zarr, imagecodecs, hdf5plugin)"
+scripts/compat.sh fixtures-compat
 
 # Mount tests need FUSE: in CI its absence is a failure, not a skip.
 if [ -n "${CI:-}" ]; then
@@ -26,7 +28,7 @@ fi
 
 echo "== cargo test"
 log=$(mktemp)
-BLOSCFS_FIXTURES="$PWD/fixtures-full" cargo test --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
+BLOSCFS_FIXTURES="$PWD/fixtures-full:$PWD/fixtures-compat" cargo test --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
 echo "== benches compile and run once (criterion test mode)"
 cargo test --release --bench kernels 2>&1 | tee -a "$log"
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')

@@ -1,7 +1,10 @@
 //! Every fixture written by the reference producers (scripts/gen_fixtures.py)
-//! must be presented byte-exact: whole, read in odd-sized pieces, and at
-//! random windows. The committed small matrix lives in tests/fixtures; CI
-//! also runs the full matrix from $BLOSCFS_FIXTURES.
+//! and by older releases of every producer (scripts/gen_compat.py) must be
+//! presented byte-exact: whole, read in odd-sized pieces, and at random
+//! windows. The committed small matrices live in tests/fixtures and
+//! tests/fixtures/compat/*; CI also runs the full matrices from
+//! $BLOSCFS_FIXTURES (a ':'-separated list of directories, each holding a
+//! manifest.json or subdirectories that do).
 
 use bloscfs::io::Access;
 use bloscfs::Env;
@@ -15,36 +18,77 @@ struct Fixture {
     expect: String,
     len: u64,
     sha256: String,
+    /// Who wrote it (the compat matrix names the release), for the counts.
+    producer: String,
     params: String,
 }
 
 fn load(dir: &Path) -> Vec<Fixture> {
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_else(|e| {
         panic!(
-            "{}: no manifest.json ({e}); run scripts/gen_fixtures.py",
+            "{}: no manifest.json ({e}); run scripts/gen_fixtures.py or scripts/compat.sh",
             dir.display()
         )
     });
     let v: serde_json::Value = serde_json::from_str(&text).expect("manifest is JSON");
-    v["fixtures"]
-        .as_array()
-        .expect("fixtures array")
-        .iter()
-        .map(|f| Fixture {
-            path: dir.join(f["path"].as_str().unwrap()),
-            kind: f["kind"].as_str().unwrap().to_string(),
-            expect: f["expect"].as_str().unwrap().to_string(),
-            len: f["len"].as_u64().unwrap_or(0),
-            sha256: f["sha256"].as_str().unwrap_or("").to_string(),
-            params: f["params"].to_string(),
-        })
-        .collect()
+    let fixture = |f: &serde_json::Value, undecodable: bool| Fixture {
+        path: dir.join(f["path"].as_str().unwrap()),
+        kind: f["kind"].as_str().unwrap().to_string(),
+        expect: if undecodable {
+            "undecodable".to_string()
+        } else {
+            f["expect"].as_str().unwrap().to_string()
+        },
+        len: f[if undecodable { "written_len" } else { "len" }]
+            .as_u64()
+            .unwrap_or(0),
+        sha256: f[if undecodable {
+            "written_sha256"
+        } else {
+            "sha256"
+        }]
+        .as_str()
+        .unwrap_or("")
+        .to_string(),
+        producer: f["params"]["producer"]
+            .as_str()
+            .unwrap_or("reference")
+            .to_string(),
+        params: f["params"].to_string(),
+    };
+    let list = |key: &str| v[key].as_array().cloned().unwrap_or_default();
+    let mut out: Vec<Fixture> = list("fixtures").iter().map(|f| fixture(f, false)).collect();
+    out.extend(list("undecodable").iter().map(|f| fixture(f, true)));
+    out
+}
+
+/// The directory itself if it holds a manifest, else its subdirectories that do.
+fn manifest_dirs(dir: PathBuf) -> Vec<PathBuf> {
+    if dir.join("manifest.json").exists() {
+        return vec![dir];
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("manifest.json").exists())
+        .collect();
+    assert!(
+        !subs.is_empty(),
+        "{}: no manifest.json in it or below",
+        dir.display()
+    );
+    subs.sort();
+    subs
 }
 
 fn dirs() -> Vec<PathBuf> {
-    let mut d = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")];
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut d = vec![root.clone()];
+    d.extend(manifest_dirs(root.join("compat")));
     if let Ok(extra) = std::env::var("BLOSCFS_FIXTURES") {
-        d.push(PathBuf::from(extra));
+        for e in extra.split(':').filter(|e| !e.is_empty()) {
+            d.extend(manifest_dirs(PathBuf::from(e)));
+        }
     }
     d
 }
@@ -100,6 +144,7 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
                 Err(e) => Err(format!("{name}: error does not name the chunk: {e}")),
             };
         }
+        "undecodable" => return check_undecodable(f, &name, opened),
         _ => {}
     }
     let c = match opened {
@@ -185,6 +230,38 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
     Ok(())
 }
 
+/// A file its writer's own decoder cannot read: a clean error naming the
+/// file and chunk, or exactly the data that was written, never other bytes.
+fn check_undecodable(
+    f: &Fixture,
+    name: &str,
+    opened: bloscfs::Result<Option<bloscfs::Container>>,
+) -> Result<(), String> {
+    let c = match opened {
+        Err(e) if e.to_string().contains(&*f.path.to_string_lossy()) => return Ok(()),
+        Err(e) => return Err(format!("{name}: error does not name the file: {e}")),
+        Ok(None) => return Err(format!("{name}: not detected")),
+        Ok(Some(c)) => c,
+    };
+    let mut buf = vec![0u8; c.len() as usize];
+    match c.read_at(0, &mut buf) {
+        Err(e) if e.to_string().contains("chunk ") => Ok(()),
+        Err(e) => Err(format!("{name}: error does not name the chunk: {e}")),
+        Ok(n) => {
+            let got = format!("{:x}", Sha256::digest(&buf[..n]));
+            if n as u64 == f.len && got == f.sha256 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{name}: undecodable by its writer, read without error as {n} bytes \
+                     other than the {} written",
+                    f.len
+                ))
+            }
+        }
+    }
+}
+
 #[test]
 fn reference_fixtures_decode_byte_exact() {
     matrix(Access::Auto);
@@ -203,17 +280,29 @@ fn matrix(io: Access) {
     env.source_io = io;
     let mut failures = Vec::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut producers: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut total = 0;
     for dir in dirs() {
         for f in load(&dir) {
             total += 1;
-            match check(&f, &env) {
-                Ok(()) => *counts.entry(f.kind.clone()).or_default() += 1,
-                Err(e) => failures.push(e),
+            let r = check(&f, &env);
+            let p = producers.entry(f.producer.clone()).or_default();
+            match r {
+                Ok(()) => {
+                    *counts.entry(f.kind.clone()).or_default() += 1;
+                    p.0 += 1;
+                }
+                Err(e) => {
+                    failures.push(e);
+                    p.1 += 1;
+                }
             }
         }
     }
     eprintln!("fixtures passed per kind: {counts:?}");
+    for (p, (ok, bad)) in &producers {
+        eprintln!("  {p}: {ok} passed, {bad} failed");
+    }
     assert!(total > 50, "only {total} fixtures found");
     assert!(
         failures.is_empty(),
