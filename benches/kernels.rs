@@ -220,7 +220,15 @@ fn codecs(c: &mut Criterion) {
         codec::decompress(*codec, src, &mut dst, &Default::default()).expect("round trip");
         g.throughput(Throughput::Bytes(*n as u64));
         g.bench_function(format!("codec/{}", codec.name()), |b| {
-            b.iter(|| codec::decompress(*codec, black_box(src), black_box(&mut dst), &Default::default()).unwrap())
+            b.iter(|| {
+                codec::decompress(
+                    *codec,
+                    black_box(src),
+                    black_box(&mut dst),
+                    &Default::default(),
+                )
+                .unwrap()
+            })
         });
     }
     g.finish();

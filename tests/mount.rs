@@ -906,7 +906,7 @@ fn sources_changing_while_read_serve_one_version_per_read() {
         let t0 = Instant::now();
         let mut round = 0u32;
         while t0.elapsed() < Duration::from_secs(4) {
-            let (this, other) = if round % 2 == 0 {
+            let (this, other) = if round.is_multiple_of(2) {
                 (&b_file, &a_file)
             } else {
                 (&a_file, &b_file)
@@ -975,7 +975,7 @@ fn names_recreated_while_read_never_serve_another_file() {
                 let mut rand = xorshift(0x2545_F491_4F6C_DD1D ^ (t + 1));
                 while !stop.load(Relaxed) {
                     let name = format!("f{}", rand() % 20);
-                    if rand() % 5 == 0 {
+                    if rand().is_multiple_of(5) {
                         let _ = std::fs::read_dir(mp).map(|d| d.count());
                     }
                     match std::fs::read(mp.join(&name)) {

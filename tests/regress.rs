@@ -367,7 +367,7 @@ fn special_chunks_alternating_kinds_are_capped() {
     assert_eq!(c.read_at(at, &mut buf).unwrap(), buf.len());
     for (k, b) in buf.iter().enumerate() {
         let pos = at + k as u64;
-        let want = if (pos / 65536) % 2 == 0 {
+        let want = if (pos / 65536).is_multiple_of(2) {
             0
         } else {
             nan[(pos % 8) as usize]

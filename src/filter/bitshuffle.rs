@@ -79,7 +79,7 @@ pub fn bitunshuffle(ts: usize, src: &[u8], dst: &mut [u8], version: u8) -> Resul
 fn elements(ts: usize, len: usize, version: u8) -> usize {
     let size = len / ts;
     if version <= 2 {
-        if size % 8 == 0 {
+        if size.is_multiple_of(8) {
             size
         } else {
             0

@@ -339,7 +339,7 @@ pub fn decode_offset(v: i64) -> Result<Offset> {
 /// [`decode_offset`].
 pub fn offset_values(decoded: &[u8]) -> Result<impl Iterator<Item = i64> + '_> {
     ensure!(
-        decoded.len() % 8 == 0,
+        decoded.len().is_multiple_of(8),
         corrupt,
         "offsets index of {} bytes is not whole int64s",
         decoded.len()
