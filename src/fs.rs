@@ -12,6 +12,7 @@ use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
 use crate::io::{self, Stamp};
+use crate::mounts::FuseMounts;
 use crate::names;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
@@ -217,6 +218,8 @@ pub struct Fs {
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
+    /// FUSE mounts inside the source: never looked into.
+    fuse_mounts: FuseMounts,
 }
 
 /// What `Fs::read_into` produced.
@@ -296,6 +299,7 @@ impl Fs {
         );
         let root_dev = std::fs::metadata(&root)?.dev();
         Ok(Fs {
+            fuse_mounts: FuseMounts::new(&root),
             root,
             root_dev,
             env,
@@ -407,9 +411,14 @@ impl Fs {
             return Ok(l);
         }
         let mut found = Vec::new();
+        let mounts = self.fuse_mounts.inside();
         for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
             let ent = ent.map_err(|e| errno_of(&e))?;
-            found.push((ent.file_name(), ent.path()));
+            let p = ent.path();
+            // A FUSE mount point is not stat'ed, let alone listed.
+            if !mounts.iter().any(|m| p.starts_with(m)) {
+                found.push((ent.file_name(), p));
+            }
         }
         // Probing reads the first bytes of every file: on a cold cache that is
         // I/O-bound, so spread it over a few threads.
@@ -550,6 +559,9 @@ impl Fs {
         }
         let look = |src: &OsStr| {
             let p = dir.join(src);
+            if self.fuse_mounts.blocks(&p) {
+                return None;
+            }
             let md = std::fs::symlink_metadata(&p).ok()?;
             presented(&md).then(|| naming(&self.classify(&p, &md)))
         };
@@ -562,6 +574,9 @@ impl Fs {
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         for attempt in 0..2 {
             let (path, listed) = self.source_of(parent, name)?;
+            if self.fuse_mounts.blocks(&path) {
+                return Err(libc::ENOENT);
+            }
             // Attributes are always fresh; the listing only maps the name.
             let md = match std::fs::symlink_metadata(&path) {
                 Ok(md) => md,
@@ -628,7 +643,12 @@ impl Fs {
     /// (deleted and recreated, or replaced by rename). The kernel then looks
     /// the name up again instead of being served the other file, and finds
     /// a hard-linked file under its name that is left.
+    /// A path at or below a FUSE mount inside the source is not looked at
+    /// (`ESTALE`: the kernel looks the name up again, and does not find it).
     fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
+        if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
+            return Err(libc::ESTALE);
+        }
         let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
             libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
             n => n,
@@ -716,6 +736,9 @@ impl Fs {
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
         let path = self.path_of(ino)?;
+        if self.fuse_mounts.blocks(&path) {
+            return Err(libc::ESTALE);
+        }
         std::fs::read_link(&path)
             .map(|t| t.into_os_string().into_vec())
             .map_err(|e| errno_of(&e))

@@ -18,6 +18,7 @@ pub mod fuse;
 pub mod index;
 pub mod io;
 pub mod mount;
+pub mod mounts;
 pub mod names;
 pub mod npy;
 pub mod open;

@@ -299,26 +299,71 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// Is `mp` already a mount point of a FUSE file system? (maj:min if so)
+/// The topmost mount at `mp`, if any: its device (maj:min) and type.
 fn mounted_at(mp: &std::path::Path) -> Option<(String, String)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = mp.to_string_lossy();
-    for line in info.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() > 4 && unescape(f[4]) == want {
-            let dash = f.iter().position(|&x| x == "-")?;
-            let fstype = f.get(dash + 1).copied().unwrap_or("");
-            return Some((f[2].to_string(), fstype.to_string()));
-        }
-    }
-    None
+    crate::mounts::parse_mountinfo(&info)
+        .into_iter()
+        .rev()
+        .find(|(p, _, _)| p == mp)
+        .map(|(_, t, dev)| (dev, t))
 }
 
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
+/// Is a mount of device `dev` (maj:min) at `mp`? (Device numbers are
+/// reused: a new mount may have the number of one just unmounted.)
+pub fn still_mounted(mp: &std::path::Path, dev: &str) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|info| {
+            crate::mounts::parse_mountinfo(&info)
+                .iter()
+                .any(|(p, _, d)| p == mp && d == dev)
+        })
+        // Unreadable: assume it is, as the FUSE library does.
+        .unwrap_or(true)
+}
+
+/// Unmount `mp` lazily (`umount2(MNT_DETACH)`, or `fusermount3 -u -z`
+/// where that is not permitted).
+pub fn detach(mp: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(c) = std::ffi::CString::new(mp.as_os_str().as_bytes()) {
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+            return;
+        }
+    }
+    let _ = std::process::Command::new("fusermount3")
+        .args(["-u", "-z"])
+        .arg(mp)
+        .status();
+}
+
+/// Refuse a mount point that is the source or inside it (the daemon would
+/// read its own mount: every reader, and the daemon, would wait for ever),
+/// and a source inside the mount point (the mount would hide it). Both
+/// paths canonical.
+pub fn check_nesting(source: &std::path::Path, mp: &std::path::Path) -> Result<(), String> {
+    if mp == source {
+        return Err(format!(
+            "mount point {} is the source itself: the file system would read its own mount; mount it elsewhere",
+            mp.display()
+        ));
+    }
+    if mp.starts_with(source) {
+        return Err(format!(
+            "mount point {} is inside the source {}: the file system would read its own mount; mount it outside the source",
+            mp.display(),
+            source.display()
+        ));
+    }
+    if source.starts_with(mp) {
+        return Err(format!(
+            "source {} is inside the mount point {}: the mount would hide it",
+            source.display(),
+            mp.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Raise the kernel read-ahead of our mount (root only; best effort).
@@ -382,6 +427,10 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    if let Err(e) = check_nesting(&source, &mountpoint) {
+        eprintln!("bloscfs: {e}");
+        return 1;
+    }
     if let Some((_, fstype)) = mounted_at(&mountpoint) {
         if fstype.starts_with("fuse") {
             eprintln!(
@@ -486,9 +535,11 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };
+    let ours = Arc::new(std::sync::OnceLock::new());
     let adapter = BloscFuse {
         fs: fs.clone(),
         debug: m.debug,
+        ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
     // is kept and handled (unmount) instead of killing us over a live mount.
@@ -502,6 +553,10 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
             )
         }
     };
+    let fd = session.device_fd();
+    if let Some((dev, _)) = mounted_at(&m.mountpoint) {
+        let _ = ours.set((m.mountpoint.clone(), dev, fd));
+    }
     set_readahead(&m.mountpoint, m.readahead);
     log::info!(
         "mounted {} on {} (cache {} MiB, {} threads)",
@@ -517,6 +572,11 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         Ok(mut signals) => {
             std::thread::spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    if !fuse::connected(fd) {
+                        // Unmounted already: the path may hold another mount now.
+                        log::info!("signal {sig}: {} is no longer mounted", mp.display());
+                        return;
+                    }
                     log::info!("signal {sig}: unmounting {}", mp.display());
                     if let Err(e) = unmount() {
                         log::warn!("unmount failed ({e}); trying fusermount3 -u -z");

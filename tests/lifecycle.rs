@@ -1,0 +1,387 @@
+//! Real mounts over their lifetime: where they may be mounted, unmounting
+//! and mounting again, descriptors of deleted sources, descriptor
+//! exhaustion, and the log file. Needs /dev/fuse and fusermount3: in CI
+//! (CI set) their absence fails the tests; elsewhere they are skipped with
+//! a message.
+//!
+//! A daemon that reads its own mount hangs its readers unkillably: every
+//! wait here is bounded, and a mount left hanging is aborted (fusectl's
+//! `abort`, `umount -f`) before it is unmounted.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test (`BLOSCFS_TEST_BIN` runs these tests against
+/// another build, e.g. an older one, to see them fail).
+fn bin() -> PathBuf {
+    std::env::var_os("BLOSCFS_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bloscfs")))
+}
+
+fn fuse_available() -> bool {
+    let ok = Path::new("/dev/fuse").exists()
+        && Command::new("fusermount3")
+            .arg("-V")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+    if !ok {
+        if std::env::var_os("CI").is_some() {
+            panic!("FUSE is not available (/dev/fuse or fusermount3 missing) and CI is set: mount tests must run");
+        }
+        eprintln!("SKIPPING mount tests: /dev/fuse or fusermount3 missing (set CI=1 to make this a failure)");
+    }
+    ok
+}
+
+/// The device (maj:min) of the topmost mount at `mp`, if any.
+fn mount_dev(mp: &Path) -> Option<String> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    bloscfs::mounts::parse_mountinfo(&info)
+        .into_iter()
+        .rev()
+        .find(|(p, _, _)| p == mp)
+        .map(|(_, _, dev)| dev)
+}
+
+fn is_mounted(mp: &Path) -> bool {
+    mount_dev(mp).is_some()
+}
+
+fn wait_for(cond: impl Fn() -> bool, what: &str) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run `cmd` for at most `secs`, its output discarded; left running past
+/// that (a command stuck on a hung mount cannot be waited for).
+fn run_quiet(mut cmd: Command, secs: u64) {
+    let Ok(mut child) = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return;
+    };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(secs) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+}
+
+/// Abort the FUSE connection of device `dev` (maj:min): its waiting
+/// readers then fail instead of hanging. Needs fusectl (mounted here if
+/// it is not, as root can).
+fn abort_connection(dev: &str) {
+    let conns = Path::new("/sys/fs/fuse/connections");
+    if std::fs::read_dir(conns).map_or(true, |mut d| d.next().is_none()) {
+        let mut c = Command::new("mount");
+        c.args(["-t", "fusectl", "fusectl"]).arg(conns);
+        run_quiet(c, 5);
+    }
+    let minor = dev.split(':').nth(1).unwrap_or("0");
+    let _ = std::fs::write(conns.join(minor).join("abort"), b"1");
+}
+
+/// Unmounts what a test mounted (aborting each connection first: a daemon
+/// that hangs on its own mount cannot answer, and nothing may wait on it),
+/// and kills what it started, whatever way the test ends. Never looks into
+/// a mount.
+#[derive(Default)]
+struct Cleanup {
+    /// Mount points, with the devices of the mounts made there.
+    mounts: Vec<(PathBuf, Vec<String>)>,
+    children: Vec<Child>,
+}
+
+impl Cleanup {
+    fn mounted(&mut self, mp: &Path) {
+        let dev = mount_dev(mp);
+        match self.mounts.iter_mut().find(|(p, _)| p == mp) {
+            Some((_, devs)) => devs.extend(dev),
+            None => self
+                .mounts
+                .push((mp.to_path_buf(), dev.into_iter().collect())),
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            // A test that passed unmounted its mounts; a daemon still
+            // mounted is unmounted politely.
+            for (mp, _) in &self.mounts {
+                if is_mounted(mp) {
+                    let mut c = Command::new("fusermount3");
+                    c.arg("-u").arg(mp);
+                    run_quiet(c, 5);
+                }
+            }
+        }
+        for (mp, devs) in self.mounts.iter().rev() {
+            for dev in devs.iter().cloned().chain(mount_dev(mp)) {
+                if std::thread::panicking() {
+                    abort_connection(&dev);
+                }
+            }
+            for _ in 0..4 {
+                if !is_mounted(mp) {
+                    break;
+                }
+                let mut c = Command::new("fusermount3");
+                c.args(["-u", "-z"]).arg(mp);
+                run_quiet(c, 5);
+                let mut c = Command::new("umount");
+                c.arg("-l").arg(mp);
+                run_quiet(c, 5);
+            }
+        }
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Run `cmd` for at most `secs`: its output, or `None` if it did not end
+/// (it is left running, to be killed once the mounts it waits on are
+/// aborted).
+fn run_bounded(mut cmd: Command, secs: u64, keep: &mut Cleanup) -> Option<(bool, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, e) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&o).unwrap())
+        .stderr(std::fs::File::create(&e).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(secs) {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some((
+                st.success(),
+                std::fs::read_to_string(&o).unwrap(),
+                std::fs::read_to_string(&e).unwrap(),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    keep.children.push(child);
+    None
+}
+
+/// A daemonized mount (`bloscfs [extra] SRC MP`): whether it succeeded,
+/// and its stderr.
+/// `mp` must be canonical (it is looked for in the mount table).
+fn mount_daemon(src: &Path, mp: &Path, extra: &[&str], keep: &mut Cleanup) -> (bool, String) {
+    keep.mounted(mp);
+    let mut cmd = Command::new(bin());
+    cmd.args(extra).arg(src).arg(mp);
+    let (ok, _, err) = run_bounded(cmd, 30, keep).expect("bloscfs did not return");
+    keep.mounted(mp);
+    (ok, err)
+}
+
+/// A foreground mount (`bloscfs -f`) as a child process, ready.
+fn mount_foreground(src: &Path, mp: &Path, extra: &[&str], keep: &mut Cleanup) -> u32 {
+    keep.mounted(mp);
+    let child = Command::new(bin())
+        .arg("-f")
+        .args(extra)
+        .arg(src)
+        .arg(mp)
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    keep.children.push(child);
+    wait_for(|| is_mounted(mp), "the mount");
+    keep.mounted(mp);
+    pid
+}
+
+fn fusermount_u(mp: &Path) {
+    // (Not bounded: only called on mounts a test found working.)
+    for _ in 0..50 {
+        if Command::new("fusermount3")
+            .arg("-u")
+            .arg(mp)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+            || !is_mounted(mp)
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("fusermount3 -u {} kept failing", mp.display());
+}
+
+fn source_with_fixtures(dir: &Path) -> PathBuf {
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    copy(
+        &fixture("frame/blocks-lz4.b2frame"),
+        &src.join("series.b2frame"),
+    );
+    copy(&fixture("b2nd/array1-2d.b2nd"), &src.join("grid.b2nd"));
+    std::fs::write(src.join("notes.txt"), b"plain text\n").unwrap();
+    src
+}
+
+/// A mount point equal to the source, inside it, or holding it is refused
+/// at start with a message that says why; nothing is mounted.
+#[test]
+fn mount_point_inside_its_source_is_refused() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // After `d`: dropped first, so no mount is left when `d` is removed.
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let inner = src.join("mnt");
+    std::fs::create_dir_all(&inner).unwrap();
+    let holder = d.path().join("holder");
+    std::fs::create_dir_all(holder.join("src2")).unwrap();
+    // The mount point named through a symlink and `..`: compared canonical.
+    std::os::unix::fs::symlink(&src, d.path().join("link")).unwrap();
+    let via_link = d.path().join("link/mnt/../mnt");
+    // (Paths made canonical before anything is mounted: a mount that
+    // reads itself hangs whoever looks into it.)
+    let cases = [
+        (src.clone(), inner.clone(), "inside the source"),
+        (src.clone(), via_link, "inside the source"),
+        (src.clone(), src.clone(), "is the source itself"),
+        (
+            holder.join("src2"),
+            holder.clone(),
+            "is inside the mount point",
+        ),
+    ]
+    .map(|(s, m, why)| (s, m.canonicalize().unwrap(), m, why));
+    for (s, real, m, why) in cases {
+        keep.mounted(&real);
+        let mut cmd = Command::new(bin());
+        cmd.arg(&s).arg(&m);
+        let (ok, _, err) = run_bounded(cmd, 30, &mut keep).expect("bloscfs did not return");
+        keep.mounted(&real);
+        assert!(!ok, "mounting {} on {} succeeded", s.display(), m.display());
+        assert!(err.contains(why), "{}: {err}", m.display());
+        assert!(!is_mounted(&real), "{} got mounted", real.display());
+    }
+}
+
+/// Two mounts, each inside the other's source: listing either shows its
+/// source without the other's mount point (a FUSE mount met inside the
+/// source is skipped, and a lookup of it fails), and `find` ends.
+#[test]
+fn fuse_mounts_inside_the_source_are_skipped() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // After `d`: dropped first, so no mount is left when `d` is removed.
+    let mut keep = Cleanup::default();
+    let s1 = source_with_fixtures(&d.path().join("one"));
+    let s2 = source_with_fixtures(&d.path().join("two"));
+    let (m1, m2) = (s2.join("m1"), s1.join("m2"));
+    std::fs::create_dir_all(&m1).unwrap();
+    std::fs::create_dir_all(&m2).unwrap();
+    std::fs::write(m2.join("under-m2"), b"hidden by the mount\n").unwrap();
+    mount_foreground(&s1, &m1, &[], &mut keep);
+    mount_foreground(&s2, &m2, &[], &mut keep);
+    let mut find = Command::new("find");
+    find.arg(&m1);
+    let out = run_bounded(find, 20, &mut keep);
+    let Some((ok, out, err)) = out else {
+        panic!(
+            "find {} hung (each daemon reads the other's mount)",
+            m1.display()
+        );
+    };
+    assert!(ok, "find failed: {err}");
+    let names: Vec<&str> = out.lines().collect();
+    assert!(
+        names.contains(&m1.join("series").to_str().unwrap()),
+        "{out}"
+    );
+    assert!(
+        names.contains(&m1.join("grid.npy").to_str().unwrap()),
+        "{out}"
+    );
+    assert!(
+        !out.contains("m2"),
+        "the other mount was looked into: {out}"
+    );
+    // Through the other mount likewise, and a lookup of the skipped name fails.
+    let mut ls = Command::new("ls");
+    ls.arg(&m2);
+    let (ok, out, _) = run_bounded(ls, 20, &mut keep).expect("ls hung");
+    assert!(ok && out.contains("series") && !out.contains("m1"), "{out}");
+    let err = std::fs::symlink_metadata(m1.join("m2")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
+    fusermount_u(&m2);
+    fusermount_u(&m1);
+}
+
+/// Unmounted after reads, and mounted again at once: the new mount stays
+/// (the old daemon, on its way out, must not unmount it).
+#[test]
+fn a_remount_right_after_an_unmount_stays() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    // After `d`: dropped first, so no mount is left when `d` is removed.
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    let want = reference_bytes("frame/blocks-lz4.b2frame");
+    for round in 0..10 {
+        let (ok, err) = mount_daemon(&src, &mp, &[], &mut keep);
+        assert!(ok, "round {round}: mount failed: {err}");
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let p = mp.join("series");
+                std::thread::spawn(move || {
+                    for _ in 0..5 {
+                        std::fs::read(&p).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for r in readers {
+            r.join().unwrap();
+        }
+        fusermount_u(&mp);
+        // At once, without waiting for the old daemon to exit.
+        let (ok, err) = mount_daemon(&src, &mp, &[], &mut keep);
+        assert!(ok, "round {round}: remount failed: {err}");
+        std::thread::sleep(Duration::from_millis(1200));
+        assert!(
+            is_mounted(&mp),
+            "round {round}: the new mount was undone within a second"
+        );
+        assert_eq!(std::fs::read(mp.join("series")).unwrap(), want);
+        fusermount_u(&mp);
+    }
+}
