@@ -220,6 +220,10 @@ impl Container {
                 + std::mem::size_of::<OnceLock<Arc<ChunkLayout>>>())
     }
 
+    /// Has a file of this container been deleted since it was opened?
+    pub fn source_gone(&self) -> bool {
+        self.index.sources.iter().any(|s| s.gone())
+    }
     pub fn chunks(&self) -> &[ChunkEntry] {
         &self.index.chunks
     }

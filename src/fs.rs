@@ -137,7 +137,10 @@ struct DirListing {
 /// of unchanged files are cached, so a rebuild costs one stat per entry).
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
-/// Opened containers kept without an open handle (each holds file descriptors).
+/// Opened containers kept without an open handle (each holds file
+/// descriptors): at most this many, and at most an eighth of the
+/// descriptor limit (a container holds up to two: its file, and the same
+/// file opened for direct reads), so the kept ones use at most a quarter.
 const CONTAINER_CACHE: usize = 256;
 /// ... and at most this much memory of chunk indexes between them (a frame
 /// may index 2^24 chunks, about 1.3 GB): the least recently used go first,
@@ -152,10 +155,25 @@ struct Recent {
 
 impl Recent {
     fn new() -> Recent {
+        let cap = (io::fd_limit() / 8).clamp(4, CONTAINER_CACHE);
         Recent {
-            lru: lru::LruCache::new(std::num::NonZeroUsize::new(CONTAINER_CACHE).expect("nonzero")),
+            lru: lru::LruCache::new(std::num::NonZeroUsize::new(cap).expect("nonzero")),
             bytes: 0,
         }
+    }
+    /// Drop the kept containers no open handle holds for which `drop`
+    /// says so (their descriptors close); how many went.
+    fn drop_idle(&mut self, drop: impl Fn(&Container) -> bool) -> usize {
+        let idle: Vec<u64> = self
+            .lru
+            .iter()
+            .filter(|(_, (_, c))| Arc::strong_count(c) == 1 && drop(c))
+            .map(|(ino, _)| *ino)
+            .collect();
+        for ino in &idle {
+            self.pop(ino);
+        }
+        idle.len()
     }
     fn get(&mut self, ino: &u64) -> Option<&(Stamp, Arc<Container>)> {
         self.lru.get(ino)
@@ -275,6 +293,11 @@ fn errno_of(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// Did an operation fail for want of file descriptors?
+fn exhausted(errno: i32) -> bool {
+    errno == libc::EMFILE || errno == libc::ENFILE
+}
+
 impl Fs {
     pub fn new(root: &Path, opts: &FsOptions) -> std::io::Result<Fs> {
         let root = root.canonicalize()?;
@@ -373,18 +396,27 @@ impl Fs {
 
     /// Is this source a container? Cheap (the first bytes), cached per
     /// (inode, size, mtime, ctime); sources that failed to open are not.
-    fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
-        let stamp = Self::stamp_of(path, md)?;
+    /// Out of file descriptors (after releasing idle ones), it fails with
+    /// `EMFILE` or `ENFILE` and nothing is cached: the file is not taken
+    /// for a plain one for good.
+    fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
+        let Some(stamp) = Self::stamp_of(path, md) else {
+            return Ok(None);
+        };
         let key = self.ino_for(md);
         if self.broken.lock().get(&key) == Some(&stamp) {
-            return None;
+            return Ok(None);
         }
         if let Some((s, p)) = self.probes.lock().get(&key) {
             if *s == stamp {
-                return p.clone();
+                return Ok(p.clone());
             }
         }
-        let p = match detect::probe_path(path) {
+        let probed = self.with_fds(|| match detect::probe_path(path) {
+            Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+            r => Ok(r),
+        })?;
+        let p = match probed {
             Ok(p) => p,
             Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
                 log::debug!("{}: cannot probe: {e}", path.display());
@@ -399,7 +431,30 @@ impl Fs {
             }
         };
         insert_capped(&mut self.probes.lock(), key, (stamp, p.clone()));
-        p
+        Ok(p)
+    }
+
+    /// Run `f`; if it ran out of file descriptors, release those of idle
+    /// containers and run it once more.
+    fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
+        match f() {
+            Err(e) if exhausted(e) => {
+                let n = self.containers.lock().drop_idle(|_| true);
+                self.warn_once(
+                    "fds-exhausted",
+                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
+                );
+                f()
+            }
+            r => r,
+        }
+    }
+
+    /// Close the descriptors of kept containers no handle holds whose
+    /// source file was deleted (its disk space is freed only then); how
+    /// many went. The mount calls this every few seconds.
+    pub fn release_deleted(&self) -> usize {
+        self.containers.lock().drop_idle(|c| c.source_gone())
     }
 
     /// The presented listing of directory `ino` (cached until the source
@@ -410,21 +465,24 @@ impl Fs {
         if let Some(l) = cached {
             return Ok(l);
         }
-        let mut found = Vec::new();
         let mounts = self.fuse_mounts.inside();
-        for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
-            let ent = ent.map_err(|e| errno_of(&e))?;
-            let p = ent.path();
-            // A FUSE mount point is not stat'ed, let alone listed.
-            if !mounts.iter().any(|m| p.starts_with(m)) {
-                found.push((ent.file_name(), p));
+        let found = self.with_fds(|| {
+            let mut found = Vec::new();
+            for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
+                let ent = ent.map_err(|e| errno_of(&e))?;
+                let p = ent.path();
+                // A FUSE mount point is not stat'ed, let alone listed.
+                if !mounts.iter().any(|m| p.starts_with(m)) {
+                    found.push((ent.file_name(), p));
+                }
             }
-        }
+            Ok(found)
+        })?;
         // Probing reads the first bytes of every file: on a cold cache that is
         // I/O-bound, so spread it over a few threads.
         let workers = found.len().div_ceil(256).clamp(1, 8);
         let per = found.len().div_ceil(workers).max(1);
-        let mut raw: Vec<(OsString, (What, Metadata))> = std::thread::scope(|sc| {
+        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
             let hs: Vec<_> = found
                 .chunks(per)
                 .map(|part| {
@@ -437,17 +495,18 @@ impl Fs {
                             if !presented(&md) {
                                 continue;
                             }
-                            let what = self.classify(p, &md);
+                            let what = self.classify(p, &md)?;
                             out.push((name.clone(), (what, md)));
                         }
-                        out
+                        Ok(out)
                     })
                 })
                 .collect();
             hs.into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
+                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
                 .collect()
         });
+        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
             .into_iter()
@@ -557,15 +616,30 @@ impl Fs {
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
             return listed(&l);
         }
+        // A probe that ran out of descriptors: the lookup fails with that.
+        let failed = std::cell::Cell::new(None);
         let look = |src: &OsStr| {
             let p = dir.join(src);
             if self.fuse_mounts.blocks(&p) {
                 return None;
             }
             let md = std::fs::symlink_metadata(&p).ok()?;
-            presented(&md).then(|| naming(&self.classify(&p, &md)))
+            if !presented(&md) {
+                return None;
+            }
+            match self.classify(&p, &md) {
+                Ok(w) => Some(naming(&w)),
+                Err(e) => {
+                    failed.set(Some(e));
+                    None
+                }
+            }
         };
-        match names::resolve(name, look) {
+        let found = names::resolve(name, look);
+        if let Some(e) = failed.get() {
+            return Err(e);
+        }
+        match found {
             Ok(found) => Ok((dir.join(found.ok_or(libc::ENOENT)?), None)),
             Err(()) => listed(&*self.listing(parent)?),
         }
@@ -586,7 +660,7 @@ impl Fs {
                 }
                 Err(e) => return Err(errno_of(&e)),
             };
-            let what = self.classify(&path, &md);
+            let what = self.classify(&path, &md)?;
             if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
                 // Became (or stopped being) a container in place: names change.
                 self.dirs.lock().remove(&parent);
@@ -609,20 +683,21 @@ impl Fs {
     }
 
     /// What a source entry is presented as.
-    fn classify(&self, path: &Path, md: &Metadata) -> What {
-        if md.file_type().is_symlink() {
+    /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
+    fn classify(&self, path: &Path, md: &Metadata) -> Result<What, i32> {
+        Ok(if md.file_type().is_symlink() {
             What::Symlink
         } else if md.is_dir() {
-            match self.probe(path, md) {
+            match self.probe(path, md)? {
                 Some(p) => What::Container(p),
                 None => What::Dir,
             }
         } else {
-            match self.probe(path, md) {
+            match self.probe(path, md)? {
                 Some(p) => What::Container(p),
                 None => What::Plain,
             }
-        }
+        })
     }
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
@@ -633,7 +708,7 @@ impl Fs {
         let what = if ino == ROOT_INO {
             What::Dir
         } else {
-            self.classify(&path, &md)
+            self.classify(&path, &md)?
         };
         Ok((path, what, md))
     }
@@ -777,7 +852,17 @@ impl Fs {
             return Ok(Some(c));
         }
         // Opening reads the index: done without any lock held.
-        let c = match detect::open_path_with(path, &self.env) {
+        let mut opened = None;
+        let _ = self.with_fds(|| {
+            let r = detect::open_path_with(path, &self.env);
+            let e = match &r {
+                Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+                _ => Ok(()),
+            };
+            opened = Some(r);
+            e
+        });
+        let c = match opened.expect("ran at least once") {
             Ok(Some(c)) => Arc::new(c),
             Ok(None) => {
                 let msg = format!("{}: no longer looks like a Blosc container", path.display());
@@ -785,7 +870,10 @@ impl Fs {
                 return Ok(None);
             }
             Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
-                self.warn_once(&e.to_string(), &e.to_string());
+                // (Running out of descriptors is logged once, by `with_fds`.)
+                if !exhausted(e.errno()) {
+                    self.warn_once(&e.to_string(), &e.to_string());
+                }
                 return Err(e.errno());
             }
             Err(e) => {
@@ -852,7 +940,8 @@ impl Fs {
         }
         let (path, what, md) = self.what_of(ino)?;
         let plain = |fallback| -> Result<Handle, i32> {
-            let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
+            let (file, fmd) =
+                self.with_fds(|| io::open_regular(&path).map_err(|e| errno_of(&e)))?;
             Ok(Handle::Plain {
                 file,
                 path: path.clone(),
@@ -899,7 +988,7 @@ impl Fs {
     /// (A file replaced by rename is another inode: the handle reads its
     /// own.)
     fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp, fallback: bool) -> bool {
-        Stamp::of(md) == stamp || (!fallback && self.probe(path, md).is_none())
+        Stamp::of(md) == stamp || (!fallback && matches!(self.probe(path, md), Ok(None)))
     }
 
     /// Log once that `path` changed under an open handle (`why`, if any),

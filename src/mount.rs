@@ -565,6 +565,19 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         m.cache_size >> 20,
         m.threads
     );
+    // Deleted sources free their disk space once no descriptor holds them:
+    // every 2 s, close those of kept containers no handle uses.
+    let weak = Arc::downgrade(&fs);
+    let _ = std::thread::Builder::new()
+        .name("bloscfs-reaper".into())
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            let Some(fs) = weak.upgrade() else { return };
+            let n = fs.release_deleted();
+            if n > 0 {
+                log::debug!("closed {n} containers whose source was deleted");
+            }
+        });
     // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
     let mut unmount = session.unmounter();
     let mp = m.mountpoint.clone();

@@ -385,3 +385,147 @@ fn a_remount_right_after_an_unmount_stays() {
         fusermount_u(&mp);
     }
 }
+
+/// Paths the descriptors of process `pid` are open on.
+fn open_paths(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A container read once and closed, then deleted from the source: the
+/// daemon closes its descriptors within seconds (its disk space is freed).
+#[test]
+fn deleted_sources_are_closed_within_seconds() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    let pid = mount_foreground(&src, &mp, &[], &mut keep);
+    let want = reference_bytes("frame/blocks-lz4.b2frame");
+    assert_eq!(std::fs::read(mp.join("series")).unwrap(), want);
+    let gone = src.join("series.b2frame").to_string_lossy().into_owned();
+    assert!(open_paths(pid).iter().any(|p| p.starts_with(&gone)));
+    std::fs::remove_file(src.join("series.b2frame")).unwrap();
+    let t = Instant::now();
+    while open_paths(pid).iter().any(|p| p.starts_with(&gone)) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the daemon still holds the deleted {gone}: {:?}",
+            open_paths(pid)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    fusermount_u(&mp);
+}
+
+/// The same without a mount: `release_deleted` closes a kept container
+/// whose file is gone, and leaves one whose file is there.
+#[test]
+fn release_deleted_closes_only_deleted_idle_containers() {
+    use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    copy(
+        &fixture("frame/blocks-lz4.b2frame"),
+        &src.join("doomed-7f3a.b2frame"),
+    );
+    copy(
+        &fixture("frame/blocks-lz4.b2frame"),
+        &src.join("stays-7f3a.b2frame"),
+    );
+    let fs = Fs::new(&src, &FsOptions::default()).unwrap();
+    let me = std::process::id();
+    let held = |name: &str| open_paths(me).iter().any(|p| p.contains(name));
+    for name in ["doomed-7f3a", "stays-7f3a"] {
+        let a = fs.lookup(ROOT_INO, std::ffi::OsStr::new(name)).unwrap();
+        let (fh, _) = fs.open(a.ino, false).unwrap();
+        assert!(!fs.read(fh, 0, 4096).unwrap().is_empty());
+        fs.release(fh);
+        assert!(held(name), "{name} not kept open");
+    }
+    assert_eq!(fs.release_deleted(), 0);
+    std::fs::remove_file(src.join("doomed-7f3a.b2frame")).unwrap();
+    assert_eq!(fs.release_deleted(), 1);
+    assert!(!held("doomed-7f3a"));
+    assert!(held("stays-7f3a"));
+}
+
+/// Under `ulimit -n 64`: 500 containers read one at a time all read
+/// exactly; holding more open than descriptors allow fails those opens with
+/// EMFILE (never ENOENT), and once they are closed everything reads again.
+#[test]
+fn descriptor_exhaustion_fails_only_that_open_and_recovers() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut keep = Cleanup::default();
+    let src = d.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let n = 500;
+    for i in 0..n {
+        copy(
+            &fixture("frame/lz4-delta-ts8-c.b2frame"),
+            &src.join(format!("c{i:03}.b2frame")),
+        );
+    }
+    let want = reference_bytes("frame/lz4-delta-ts8-c.b2frame");
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    keep.mounted(&mp);
+    let child = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" -f \"$1\" \"$2\"")
+        .arg(bin())
+        .arg(&src)
+        .arg(&mp)
+        .spawn()
+        .unwrap();
+    keep.children.push(child);
+    wait_for(|| is_mounted(&mp), "the mount");
+    keep.mounted(&mp);
+    let read_all = |round: &str| {
+        for i in 0..n {
+            let p = mp.join(format!("c{i:03}"));
+            match std::fs::read(&p) {
+                Ok(b) => assert_eq!(b, want, "{round}: {}", p.display()),
+                Err(e) => panic!("{round}: {}: {e}", p.display()),
+            }
+        }
+        let names = std::fs::read_dir(&mp).unwrap().count();
+        assert_eq!(names, n, "{round}: listing");
+    };
+    read_all("one at a time");
+    let mut open = Vec::new();
+    let mut refused = 0;
+    for i in 0..200 {
+        match std::fs::File::open(mp.join(format!("c{i:03}"))) {
+            Ok(f) => open.push(f),
+            Err(e) => {
+                let errno = e.raw_os_error();
+                assert!(
+                    errno == Some(libc::EMFILE) || errno == Some(libc::ENFILE),
+                    "open {i} failed with {e}, not EMFILE"
+                );
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        refused > 0,
+        "200 held open under ulimit -n 64: none refused"
+    );
+    drop(open);
+    read_all("after running out");
+    fusermount_u(&mp);
+}
