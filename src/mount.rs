@@ -221,10 +221,15 @@ impl log::Log for Logger {
             return;
         }
         let msg = format!("{}: {}", r.level().as_str().to_lowercase(), r.args());
+        // Each line in one write: daemons sharing a log file (opened for
+        // appending) never interleave within a line.
         match &mut *self.sink.lock() {
-            Sink::Stderr => eprintln!("bloscfs: {msg}"),
+            Sink::Stderr => {
+                let _ = std::io::stderr().write_all(format!("bloscfs: {msg}\n").as_bytes());
+            }
             Sink::File(f) => {
-                let _ = writeln!(f, "bloscfs[{}]: {msg}", std::process::id());
+                let line = format!("bloscfs[{}]: {msg}\n", std::process::id());
+                let _ = f.write_all(line.as_bytes());
             }
             Sink::Syslog => {
                 let prio = match r.level() {
@@ -241,6 +246,52 @@ impl log::Log for Logger {
         }
     }
     fn flush(&self) {}
+}
+
+/// Open (or create) the log file for appending: it must be a regular file
+/// that takes a line (its first: where the log starts). A fifo is refused
+/// rather than waited on for a reader, and a file that refuses writes
+/// (`/proc/version`) at start rather than losing every line.
+fn open_logfile(p: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(p)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a fifo, socket or device)",
+        ));
+    }
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    // SAFETY: fcntl on a descriptor owned here; no memory involved.
+    unsafe {
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    let first = format!(
+        "bloscfs[{}]: info: bloscfs {} logging\n",
+        std::process::id(),
+        crate::cli::VERSION
+    );
+    f.write_all(first.as_bytes())
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot be written: {e}")))?;
+    Ok(f)
+}
+
+/// Physical memory in bytes, if known.
+fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads configuration values.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
 fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
@@ -277,13 +328,9 @@ fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
         return Ok(());
     }
     let sink = match (&m.logfile, daemon) {
-        (Some(p), _) => Sink::File(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| format!("logfile {}: {e}", p.display()))?,
-        ),
+        (Some(p), _) => {
+            Sink::File(open_logfile(p).map_err(|e| format!("logfile {}: {e}", p.display()))?)
+        }
         (None, true) => {
             // SAFETY: a static identifier string; openlog keeps the pointer.
             unsafe { libc::openlog(c"bloscfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
@@ -558,6 +605,13 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         let _ = ours.set((m.mountpoint.clone(), dev, fd));
     }
     set_readahead(&m.mountpoint, m.readahead);
+    if let Some(ram) = physical_memory().filter(|&r| m.cache_size > r) {
+        log::warn!(
+            "cache_size {} MiB is more than the physical memory ({} MiB): the cache may fill it and push the system into swap or the OOM killer",
+            m.cache_size >> 20,
+            ram >> 20
+        );
+    }
     log::info!(
         "mounted {} on {} (cache {} MiB, {} threads)",
         m.source.display(),
@@ -631,5 +685,63 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
             log::error!("session ended with an error: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use log::Log;
+
+    /// Each log line reaches its file in one write: through a datagram
+    /// socket (one datagram per write), every datagram is one whole line.
+    #[test]
+    fn a_log_line_is_one_write() {
+        let mut fds = [0i32; 2];
+        // SAFETY: fds is a valid two-element array.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        // SAFETY: both descriptors were just created and are owned here.
+        let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let logger = Logger {
+            level: log::LevelFilter::Debug,
+            sink: parking_lot::Mutex::new(Sink::File(std::fs::File::from(a))),
+        };
+        for i in 0..3 {
+            logger.log(
+                &log::Record::builder()
+                    .level(log::Level::Warn)
+                    .target("bloscfs::fs")
+                    .args(format_args!("message {i} with some words"))
+                    .build(),
+            );
+        }
+        let mut r = std::fs::File::from(b);
+        for i in 0..3 {
+            let mut buf = [0u8; 4096];
+            let n = r.read(&mut buf).unwrap();
+            assert_eq!(
+                std::str::from_utf8(&buf[..n]).unwrap(),
+                format!(
+                    "bloscfs[{}]: warn: message {i} with some words\n",
+                    std::process::id()
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn nesting_of_source_and_mount_point_is_refused() {
+        let p = |s: &str| PathBuf::from(s);
+        assert!(check_nesting(&p("/a/src"), &p("/a/mnt")).is_ok());
+        assert!(check_nesting(&p("/a/src"), &p("/a/src2")).is_ok());
+        let e = check_nesting(&p("/a/src"), &p("/a/src")).unwrap_err();
+        assert!(e.contains("is the source itself"), "{e}");
+        let e = check_nesting(&p("/a/src"), &p("/a/src/x/mnt")).unwrap_err();
+        assert!(e.contains("inside the source"), "{e}");
+        let e = check_nesting(&p("/a/mnt/src"), &p("/a/mnt")).unwrap_err();
+        assert!(e.contains("inside the mount point"), "{e}");
+        let e = check_nesting(&p("/src"), &p("/")).unwrap_err();
+        assert!(e.contains("inside the mount point"), "{e}");
     }
 }

@@ -529,3 +529,108 @@ fn descriptor_exhaustion_fails_only_that_open_and_recovers() {
     read_all("after running out");
     fusermount_u(&mp);
 }
+
+/// A log file that cannot take lines is refused at start, with its name:
+/// a pseudo-file that refuses writes, a fifo (not waited on for a reader),
+/// a directory.
+#[test]
+fn unusable_log_files_are_refused_at_start() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    let fifo = d.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for bad in [Path::new("/proc/version"), &fifo, d.path()] {
+        let opt = format!("logfile={}", bad.display());
+        for fg in [false, true] {
+            let mut cmd = Command::new(bin());
+            if fg {
+                cmd.arg("-f");
+            }
+            cmd.args(["-o", &opt]).arg(&src).arg(&mp);
+            keep.mounted(&mp);
+            let out = run_bounded(cmd, 20, &mut keep);
+            keep.mounted(&mp);
+            let (ok, _, err) = out.unwrap_or_else(|| panic!("{opt}: bloscfs hung"));
+            assert!(!ok, "{opt} (foreground {fg}) was taken");
+            assert!(err.contains(&format!("logfile {}", bad.display())), "{err}");
+            assert!(!is_mounted(&mp), "{opt}: mounted");
+        }
+    }
+}
+
+/// Two daemons logging every request into one file: every line is whole.
+#[test]
+fn log_lines_of_daemons_sharing_a_file_are_whole() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let log = d.path().join("shared.log");
+    let opt = format!("logfile={}", log.display());
+    let mps: Vec<PathBuf> = (0..2).map(|i| d.path().join(format!("mnt{i}"))).collect();
+    for mp in &mps {
+        std::fs::create_dir_all(mp).unwrap();
+        mount_foreground(&src, mp, &["-d", "-o", &opt], &mut keep);
+    }
+    let readers: Vec<_> = (0..4)
+        .map(|i| {
+            let mp = mps[i % 2].clone();
+            std::thread::spawn(move || {
+                for _ in 0..150 {
+                    let _ = std::fs::read(mp.join("series"));
+                    let _ = std::fs::read_dir(&mp).map(|d| d.count());
+                    let _ = std::fs::metadata(mp.join("notes.txt"));
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    for mp in &mps {
+        fusermount_u(mp);
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() > 1000, "{} lines", lines.len());
+    for l in &lines {
+        let whole = l.starts_with("bloscfs[")
+            && l.matches("bloscfs[").count() == 1
+            && ["]: debug: ", "]: info: ", "]: warn: ", "]: error: "]
+                .iter()
+                .any(|k| l.contains(k));
+        assert!(whole, "a broken line: {l:?}");
+    }
+}
+
+/// A cache larger than physical memory mounts, with a warning.
+#[test]
+fn a_cache_larger_than_memory_mounts_with_a_warning() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut keep = Cleanup::default();
+    let src = source_with_fixtures(d.path());
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    let log = d.path().join("log");
+    let opt = format!("cache_size=1000T,logfile={}", log.display());
+    let (ok, err) = mount_daemon(&src, &mp, &["-o", &opt], &mut keep);
+    assert!(ok, "{err}");
+    let want = reference_bytes("frame/blocks-lz4.b2frame");
+    assert_eq!(std::fs::read(mp.join("series")).unwrap(), want);
+    fusermount_u(&mp);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("more than the physical memory"), "{text}");
+}
