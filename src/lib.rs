@@ -17,6 +17,7 @@ pub mod fs;
 pub mod fuse;
 pub mod index;
 pub mod io;
+pub mod logging;
 pub mod mount;
 pub mod mounts;
 pub mod names;

@@ -1,10 +1,13 @@
 //! The mount form: `bloscfs [-f] [-d] [-o OPTIONS] SOURCE MOUNTPOINT`.
 //! Option parsing, daemonizing (the parent returns once the mount is
-//! ready), logging, signals (SIGINT/SIGTERM/SIGHUP unmount cleanly).
+//! ready), signals (SIGINT/SIGTERM/SIGHUP unmount cleanly). The log is
+//! `crate::logging`; the mount table, `crate::mounts`.
 
 use crate::cli::parse_size;
 use crate::fs::{Fs, FsOptions};
 use crate::fuse::{self, BloscFuse};
+use crate::logging::init_logging;
+use crate::mounts::{check_nesting, mounted_at};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -195,93 +198,6 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     Ok(Some(m))
 }
 
-/// A small logger: stderr in the foreground, syslog or a file when daemonized.
-struct Logger {
-    level: log::LevelFilter,
-    sink: parking_lot::Mutex<Sink>,
-}
-
-enum Sink {
-    Stderr,
-    Syslog,
-    File(std::fs::File),
-}
-
-impl log::Log for Logger {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        // Other crates (the FUSE library) only for errors: their warnings are about
-        // requests we deliberately leave to the kernel's defaults.
-        m.level() <= self.level
-            && (m.target().starts_with("bloscfs")
-                || m.level() <= log::Level::Error
-                || (m.level() <= log::Level::Warn && !m.target().starts_with(fuse::LOG_TARGET)))
-    }
-    fn log(&self, r: &log::Record) {
-        if !self.enabled(r.metadata()) {
-            return;
-        }
-        let msg = format!("{}: {}", r.level().as_str().to_lowercase(), r.args());
-        // Each line in one write: daemons sharing a log file (opened for
-        // appending) never interleave within a line.
-        match &mut *self.sink.lock() {
-            Sink::Stderr => {
-                let _ = std::io::stderr().write_all(format!("bloscfs: {msg}\n").as_bytes());
-            }
-            Sink::File(f) => {
-                let line = format!("bloscfs[{}]: {msg}\n", std::process::id());
-                let _ = f.write_all(line.as_bytes());
-            }
-            Sink::Syslog => {
-                let prio = match r.level() {
-                    log::Level::Error => libc::LOG_ERR,
-                    log::Level::Warn => libc::LOG_WARNING,
-                    log::Level::Info => libc::LOG_INFO,
-                    _ => libc::LOG_DEBUG,
-                };
-                if let Ok(c) = std::ffi::CString::new(msg.replace('\0', " ")) {
-                    // SAFETY: constant format string and a valid C string argument.
-                    unsafe { libc::syslog(prio, c"%s".as_ptr(), c.as_ptr()) };
-                }
-            }
-        }
-    }
-    fn flush(&self) {}
-}
-
-/// Open (or create) the log file for appending: it must be a regular file
-/// that takes a line (its first: where the log starts). A fifo is refused
-/// rather than waited on for a reader, and a file that refuses writes
-/// (`/proc/version`) at start rather than losing every line.
-fn open_logfile(p: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(p)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::other(
-            "not a regular file (a fifo, socket or device)",
-        ));
-    }
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
-    // SAFETY: fcntl on a descriptor owned here; no memory involved.
-    unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFL);
-        if fl >= 0 {
-            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
-        }
-    }
-    let first = format!(
-        "bloscfs[{}]: info: bloscfs {} logging\n",
-        std::process::id(),
-        crate::cli::VERSION
-    );
-    f.write_all(first.as_bytes())
-        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot be written: {e}")))?;
-    Ok(f)
-}
-
 /// Physical memory in bytes, if known.
 fn physical_memory() -> Option<u64> {
     // SAFETY: sysconf only reads configuration values.
@@ -292,125 +208,6 @@ fn physical_memory() -> Option<u64> {
         )
     };
     (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
-}
-
-fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
-    let default = if m.debug {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
-    };
-    let level = std::env::var("BLOSCFS_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    if m.logfile.is_none() && !daemon {
-        // Foreground: env_logger on stderr. BLOSCFS_LOG (or RUST_LOG) takes
-        // env_logger filter syntax and overrides the default level.
-        let mut b = env_logger::Builder::new();
-        b.filter_level(log::LevelFilter::Warn)
-            // The FUSE library warns when the mount point was already unmounted from
-            // outside (fusermount3 -u, umount): noise unless debugging.
-            .filter_module(
-                fuse::LOG_TARGET,
-                if m.debug {
-                    level
-                } else {
-                    log::LevelFilter::Error
-                },
-            )
-            .filter_module("bloscfs", level)
-            .format_target(false);
-        if let Ok(spec) = std::env::var("BLOSCFS_LOG").or_else(|_| std::env::var("RUST_LOG")) {
-            b.parse_filters(&spec);
-        }
-        let _ = b.try_init();
-        return Ok(());
-    }
-    let sink = match (&m.logfile, daemon) {
-        (Some(p), _) => {
-            Sink::File(open_logfile(p).map_err(|e| format!("logfile {}: {e}", p.display()))?)
-        }
-        (None, true) => {
-            // SAFETY: a static identifier string; openlog keeps the pointer.
-            unsafe { libc::openlog(c"bloscfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
-            Sink::Syslog
-        }
-        (None, false) => Sink::Stderr,
-    };
-    let _ = log::set_boxed_logger(Box::new(Logger {
-        level,
-        sink: parking_lot::Mutex::new(sink),
-    }));
-    log::set_max_level(level);
-    Ok(())
-}
-
-/// The topmost mount at `mp`, if any: its device (maj:min) and type.
-fn mounted_at(mp: &std::path::Path) -> Option<(String, String)> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    crate::mounts::parse_mountinfo(&info)
-        .into_iter()
-        .rev()
-        .find(|(p, _, _)| p == mp)
-        .map(|(_, t, dev)| (dev, t))
-}
-
-/// Is a mount of device `dev` (maj:min) at `mp`? (Device numbers are
-/// reused: a new mount may have the number of one just unmounted.)
-pub fn still_mounted(mp: &std::path::Path, dev: &str) -> bool {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .map(|info| {
-            crate::mounts::parse_mountinfo(&info)
-                .iter()
-                .any(|(p, _, d)| p == mp && d == dev)
-        })
-        // Unreadable: assume it is, as the FUSE library does.
-        .unwrap_or(true)
-}
-
-/// Unmount `mp` lazily (`umount2(MNT_DETACH)`, or `fusermount3 -u -z`
-/// where that is not permitted).
-pub fn detach(mp: &std::path::Path) {
-    use std::os::unix::ffi::OsStrExt;
-    if let Ok(c) = std::ffi::CString::new(mp.as_os_str().as_bytes()) {
-        // SAFETY: a valid NUL-terminated path.
-        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
-            return;
-        }
-    }
-    let _ = std::process::Command::new("fusermount3")
-        .args(["-u", "-z"])
-        .arg(mp)
-        .status();
-}
-
-/// Refuse a mount point that is the source or inside it (the daemon would
-/// read its own mount: every reader, and the daemon, would wait for ever),
-/// and a source inside the mount point (the mount would hide it). Both
-/// paths canonical.
-pub fn check_nesting(source: &std::path::Path, mp: &std::path::Path) -> Result<(), String> {
-    if mp == source {
-        return Err(format!(
-            "mount point {} is the source itself: the file system would read its own mount; mount it elsewhere",
-            mp.display()
-        ));
-    }
-    if mp.starts_with(source) {
-        return Err(format!(
-            "mount point {} is inside the source {}: the file system would read its own mount; mount it outside the source",
-            mp.display(),
-            source.display()
-        ));
-    }
-    if source.starts_with(mp) {
-        return Err(format!(
-            "source {} is inside the mount point {}: the mount would hide it",
-            source.display(),
-            mp.display()
-        ));
-    }
-    Ok(())
 }
 
 /// Raise the kernel read-ahead of our mount (root only; best effort).
@@ -685,63 +482,5 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
             log::error!("session ended with an error: {e}");
             1
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use log::Log;
-
-    /// Each log line reaches its file in one write: through a datagram
-    /// socket (one datagram per write), every datagram is one whole line.
-    #[test]
-    fn a_log_line_is_one_write() {
-        let mut fds = [0i32; 2];
-        // SAFETY: fds is a valid two-element array.
-        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
-        assert_eq!(r, 0);
-        // SAFETY: both descriptors were just created and are owned here.
-        let (a, b) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let logger = Logger {
-            level: log::LevelFilter::Debug,
-            sink: parking_lot::Mutex::new(Sink::File(std::fs::File::from(a))),
-        };
-        for i in 0..3 {
-            logger.log(
-                &log::Record::builder()
-                    .level(log::Level::Warn)
-                    .target("bloscfs::fs")
-                    .args(format_args!("message {i} with some words"))
-                    .build(),
-            );
-        }
-        let mut r = std::fs::File::from(b);
-        for i in 0..3 {
-            let mut buf = [0u8; 4096];
-            let n = r.read(&mut buf).unwrap();
-            assert_eq!(
-                std::str::from_utf8(&buf[..n]).unwrap(),
-                format!(
-                    "bloscfs[{}]: warn: message {i} with some words\n",
-                    std::process::id()
-                )
-            );
-        }
-    }
-
-    #[test]
-    fn nesting_of_source_and_mount_point_is_refused() {
-        let p = |s: &str| PathBuf::from(s);
-        assert!(check_nesting(&p("/a/src"), &p("/a/mnt")).is_ok());
-        assert!(check_nesting(&p("/a/src"), &p("/a/src2")).is_ok());
-        let e = check_nesting(&p("/a/src"), &p("/a/src")).unwrap_err();
-        assert!(e.contains("is the source itself"), "{e}");
-        let e = check_nesting(&p("/a/src"), &p("/a/src/x/mnt")).unwrap_err();
-        assert!(e.contains("inside the source"), "{e}");
-        let e = check_nesting(&p("/a/mnt/src"), &p("/a/mnt")).unwrap_err();
-        assert!(e.contains("inside the mount point"), "{e}");
-        let e = check_nesting(&p("/src"), &p("/")).unwrap_err();
-        assert!(e.contains("inside the mount point"), "{e}");
     }
 }

@@ -1,4 +1,5 @@
-//! FUSE mounts met inside the source tree, from `/proc/self/mountinfo`.
+//! The mount table (`/proc/self/mountinfo`): where a mount may go, whether
+//! ours is still there, and the FUSE mounts met inside the source tree.
 //!
 //! The daemon never looks into a FUSE mount below its source: not its own
 //! mount (reached there through a bind mount or mount propagation), and not
@@ -120,6 +121,73 @@ fn changed(file: &std::fs::File) -> bool {
     r > 0 && p.revents & (libc::POLLPRI | libc::POLLERR) != 0
 }
 
+/// The topmost mount at `mp`, if any: its device (maj:min) and type.
+pub fn mounted_at(mp: &std::path::Path) -> Option<(String, String)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    parse_mountinfo(&info)
+        .into_iter()
+        .rev()
+        .find(|(p, _, _)| p == mp)
+        .map(|(_, t, dev)| (dev, t))
+}
+
+/// Is a mount of device `dev` (maj:min) at `mp`? (Device numbers are
+/// reused: a new mount may have the number of one just unmounted.)
+pub fn still_mounted(mp: &std::path::Path, dev: &str) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .map(|info| {
+            parse_mountinfo(&info)
+                .iter()
+                .any(|(p, _, d)| p == mp && d == dev)
+        })
+        // Unreadable: assume it is, as the FUSE library does.
+        .unwrap_or(true)
+}
+
+/// Unmount `mp` lazily (`umount2(MNT_DETACH)`, or `fusermount3 -u -z`
+/// where that is not permitted).
+pub fn detach(mp: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(c) = std::ffi::CString::new(mp.as_os_str().as_bytes()) {
+        // SAFETY: a valid NUL-terminated path.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 {
+            return;
+        }
+    }
+    let _ = std::process::Command::new("fusermount3")
+        .args(["-u", "-z"])
+        .arg(mp)
+        .status();
+}
+
+/// Refuse a mount point that is the source or inside it (the daemon would
+/// read its own mount: every reader, and the daemon, would wait for ever),
+/// and a source inside the mount point (the mount would hide it). Both
+/// paths canonical.
+pub fn check_nesting(source: &std::path::Path, mp: &std::path::Path) -> Result<(), String> {
+    if mp == source {
+        return Err(format!(
+            "mount point {} is the source itself: the file system would read its own mount; mount it elsewhere",
+            mp.display()
+        ));
+    }
+    if mp.starts_with(source) {
+        return Err(format!(
+            "mount point {} is inside the source {}: the file system would read its own mount; mount it outside the source",
+            mp.display(),
+            source.display()
+        ));
+    }
+    if source.starts_with(mp) {
+        return Err(format!(
+            "source {} is inside the mount point {}: the mount would hide it",
+            source.display(),
+            mp.display()
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +213,20 @@ mod tests {
         let m = FuseMounts::new(d.path());
         assert!(!m.blocks(&d.path().join("x")));
         assert!(!m.blocks(d.path()));
+    }
+
+    #[test]
+    fn nesting_of_source_and_mount_point_is_refused() {
+        let p = |s: &str| PathBuf::from(s);
+        assert!(check_nesting(&p("/a/src"), &p("/a/mnt")).is_ok());
+        assert!(check_nesting(&p("/a/src"), &p("/a/src2")).is_ok());
+        let e = check_nesting(&p("/a/src"), &p("/a/src")).unwrap_err();
+        assert!(e.contains("is the source itself"), "{e}");
+        let e = check_nesting(&p("/a/src"), &p("/a/src/x/mnt")).unwrap_err();
+        assert!(e.contains("inside the source"), "{e}");
+        let e = check_nesting(&p("/a/mnt/src"), &p("/a/mnt")).unwrap_err();
+        assert!(e.contains("inside the mount point"), "{e}");
+        let e = check_nesting(&p("/src"), &p("/")).unwrap_err();
+        assert!(e.contains("inside the mount point"), "{e}");
     }
 }
