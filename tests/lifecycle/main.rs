@@ -17,6 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::*;
 
+/// A mount point equal to the source, inside it, or holding it is refused
 /// at start with a message that says why; nothing is mounted.
 #[test]
 fn mount_point_inside_its_source_is_refused() {

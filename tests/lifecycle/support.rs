@@ -242,8 +242,6 @@ pub fn source_with_fixtures(dir: &Path) -> PathBuf {
     src
 }
 
-/// A mount point equal to the source, inside it, or holding it is refused
-
 /// Paths the descriptors of process `pid` are open on.
 pub fn open_paths(pid: u32) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
