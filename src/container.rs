@@ -243,6 +243,11 @@ impl Container {
                 + std::mem::size_of::<OnceLock<Arc<ChunkLayout>>>())
     }
 
+    /// Has a file of this container been deleted since it was opened?
+    pub fn source_gone(&self) -> bool {
+        self.index.sources.iter().any(|s| s.gone())
+    }
+
     /// The chunk table as far as it is known: entries past the ones reads
     /// have checked may not be where their chunks are (see
     /// [`Container::checked_chunks`]).

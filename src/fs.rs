@@ -12,6 +12,7 @@ use crate::container::{Container, Env, View};
 use crate::detect::{self, Probe};
 use crate::index::ChunkLoc;
 use crate::io::{self, Stamp};
+use crate::mounts::FuseMounts;
 use crate::names;
 use crate::srcdir::{Caller, SourceDir};
 use parking_lot::{Mutex, RwLock};
@@ -137,7 +138,10 @@ struct DirListing {
 /// of unchanged files are cached, so a rebuild costs one stat per entry).
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
-/// Opened containers kept without an open handle (each holds file descriptors).
+/// Opened containers kept without an open handle (each holds file
+/// descriptors): at most this many, and at most an eighth of the
+/// descriptor limit (a container holds up to two: its file, and the same
+/// file opened for direct reads), so the kept ones use at most a quarter.
 const CONTAINER_CACHE: usize = 256;
 /// ... and at most this much memory of chunk indexes between them (a frame
 /// may index 2^24 chunks, about 1.3 GB): the least recently used go first,
@@ -152,10 +156,25 @@ struct Recent {
 
 impl Recent {
     fn new() -> Recent {
+        let cap = (io::fd_limit() / 8).clamp(4, CONTAINER_CACHE);
         Recent {
-            lru: lru::LruCache::new(std::num::NonZeroUsize::new(CONTAINER_CACHE).expect("nonzero")),
+            lru: lru::LruCache::new(std::num::NonZeroUsize::new(cap).expect("nonzero")),
             bytes: 0,
         }
+    }
+    /// Drop the kept containers no open handle holds for which `drop`
+    /// says so (their descriptors close); how many went.
+    fn drop_idle(&mut self, drop: impl Fn(&Container) -> bool) -> usize {
+        let idle: Vec<u64> = self
+            .lru
+            .iter()
+            .filter(|(_, (_, c))| Arc::strong_count(c) == 1 && drop(c))
+            .map(|(ino, _)| *ino)
+            .collect();
+        for ino in &idle {
+            self.pop(ino);
+        }
+        idle.len()
     }
     fn get(&mut self, ino: &u64) -> Option<&(Stamp, Arc<Container>)> {
         self.lru.get(ino)
@@ -217,6 +236,8 @@ pub struct Fs {
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
+    /// FUSE mounts inside the source: never looked into.
+    fuse_mounts: FuseMounts,
 }
 
 /// What `Fs::read_into` produced.
@@ -272,6 +293,11 @@ fn errno_of(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
 }
 
+/// Did an operation fail for want of file descriptors?
+fn exhausted(errno: i32) -> bool {
+    errno == libc::EMFILE || errno == libc::ENFILE
+}
+
 impl Fs {
     pub fn new(root: &Path, opts: &FsOptions) -> std::io::Result<Fs> {
         let root = root.canonicalize()?;
@@ -296,6 +322,7 @@ impl Fs {
         );
         let root_dev = std::fs::metadata(&root)?.dev();
         Ok(Fs {
+            fuse_mounts: FuseMounts::new(&root),
             root,
             root_dev,
             env,
@@ -370,16 +397,24 @@ impl Fs {
     /// Is this source a container? Cheap (the first bytes), cached per
     /// (inode, size, mtime, ctime). A source that then fails to open stays
     /// listed as its probe says (its opens fail): its name and size never
-    /// change while the file does not.
-    fn probe(&self, path: &Path, md: &Metadata) -> Option<Probe> {
-        let stamp = Self::stamp_of(path, md)?;
+    /// change while the file does not. Out of file descriptors (after
+    /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
+    /// is cached: the file is not taken for a plain one for good.
+    fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
+        let Some(stamp) = Self::stamp_of(path, md) else {
+            return Ok(None);
+        };
         let key = self.ino_for(md);
         if let Some((s, p)) = self.probes.lock().get(&key) {
             if *s == stamp {
-                return p.clone();
+                return Ok(p.clone());
             }
         }
-        let p = match detect::probe_path(path) {
+        let probed = self.with_fds(|| match detect::probe_path(path) {
+            Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+            r => Ok(r),
+        })?;
+        let p = match probed {
             Ok(p) => p,
             // A file refused by the rules for links (`srcdir`), or a
             // failing disk: worth a line.
@@ -403,7 +438,30 @@ impl Fs {
             }
         };
         insert_capped(&mut self.probes.lock(), key, (stamp, p.clone()));
-        p
+        Ok(p)
+    }
+
+    /// Run `f`; if it ran out of file descriptors, release those of idle
+    /// containers and run it once more.
+    fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
+        match f() {
+            Err(e) if exhausted(e) => {
+                let n = self.containers.lock().drop_idle(|_| true);
+                self.warn_once(
+                    "fds-exhausted",
+                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
+                );
+                f()
+            }
+            r => r,
+        }
+    }
+
+    /// Close the descriptors of kept containers no handle holds whose
+    /// source file was deleted (its disk space is freed only then); how
+    /// many went. The mount calls this every few seconds.
+    pub fn release_deleted(&self) -> usize {
+        self.containers.lock().drop_idle(|c| c.source_gone())
     }
 
     /// The presented listing of directory `ino` (cached until the source
@@ -414,16 +472,24 @@ impl Fs {
         if let Some(l) = cached {
             return Ok(l);
         }
-        let mut found = Vec::new();
-        for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
-            let ent = ent.map_err(|e| errno_of(&e))?;
-            found.push((ent.file_name(), ent.path()));
-        }
+        let mounts = self.fuse_mounts.inside();
+        let found = self.with_fds(|| {
+            let mut found = Vec::new();
+            for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
+                let ent = ent.map_err(|e| errno_of(&e))?;
+                let p = ent.path();
+                // A FUSE mount point is not stat'ed, let alone listed.
+                if !mounts.iter().any(|m| p.starts_with(m)) {
+                    found.push((ent.file_name(), p));
+                }
+            }
+            Ok(found)
+        })?;
         // Probing reads the first bytes of every file: on a cold cache that is
         // I/O-bound, so spread it over a few threads.
         let workers = found.len().div_ceil(256).clamp(1, 8);
         let per = found.len().div_ceil(workers).max(1);
-        let mut raw: Vec<(OsString, (What, Metadata))> = std::thread::scope(|sc| {
+        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
             let hs: Vec<_> = found
                 .chunks(per)
                 .map(|part| {
@@ -436,17 +502,18 @@ impl Fs {
                             if !presented(&md) {
                                 continue;
                             }
-                            let what = self.classify(p, &md);
+                            let what = self.classify(p, &md)?;
                             out.push((name.clone(), (what, md)));
                         }
-                        out
+                        Ok(out)
                     })
                 })
                 .collect();
             hs.into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
+                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
                 .collect()
         });
+        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
             .into_iter()
@@ -554,12 +621,30 @@ impl Fs {
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
             return listed(&l);
         }
+        // A probe that ran out of descriptors: the lookup fails with that.
+        let failed = std::cell::Cell::new(None);
         let look = |src: &OsStr| {
             let p = dir.join(src);
+            if self.fuse_mounts.blocks(&p) {
+                return None;
+            }
             let md = std::fs::symlink_metadata(&p).ok()?;
-            presented(&md).then(|| naming(&self.classify(&p, &md)))
+            if !presented(&md) {
+                return None;
+            }
+            match self.classify(&p, &md) {
+                Ok(w) => Some(naming(&w)),
+                Err(e) => {
+                    failed.set(Some(e));
+                    None
+                }
+            }
         };
-        match names::resolve(name, look) {
+        let found = names::resolve(name, look);
+        if let Some(e) = failed.get() {
+            return Err(e);
+        }
+        match found {
             Ok(found) => Ok((dir.join(found.ok_or(libc::ENOENT)?), None)),
             Err(()) => listed(&*self.listing(parent)?),
         }
@@ -568,6 +653,9 @@ impl Fs {
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         for attempt in 0..2 {
             let (path, listed) = self.source_of(parent, name)?;
+            if self.fuse_mounts.blocks(&path) {
+                return Err(libc::ENOENT);
+            }
             // Attributes are always fresh; the listing only maps the name.
             let md = match std::fs::symlink_metadata(&path) {
                 Ok(md) => md,
@@ -577,7 +665,7 @@ impl Fs {
                 }
                 Err(e) => return Err(errno_of(&e)),
             };
-            let what = self.classify(&path, &md);
+            let what = self.classify(&path, &md)?;
             if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
                 // Became (or stopped being) a container in place: names change.
                 self.dirs.lock().remove(&parent);
@@ -600,20 +688,21 @@ impl Fs {
     }
 
     /// What a source entry is presented as.
-    fn classify(&self, path: &Path, md: &Metadata) -> What {
-        if md.file_type().is_symlink() {
+    /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
+    fn classify(&self, path: &Path, md: &Metadata) -> Result<What, i32> {
+        Ok(if md.file_type().is_symlink() {
             What::Symlink
         } else if md.is_dir() {
-            match self.probe(path, md) {
+            match self.probe(path, md)? {
                 Some(p) => What::Container(p),
                 None => What::Dir,
             }
         } else {
-            match self.probe(path, md) {
+            match self.probe(path, md)? {
                 Some(p) => What::Container(p),
                 None => What::Plain,
             }
-        }
+        })
     }
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
@@ -624,7 +713,7 @@ impl Fs {
         let what = if ino == ROOT_INO {
             What::Dir
         } else {
-            self.classify(&path, &md)
+            self.classify(&path, &md)?
         };
         Ok((path, what, md))
     }
@@ -634,7 +723,12 @@ impl Fs {
     /// (deleted and recreated, or replaced by rename). The kernel then looks
     /// the name up again instead of being served the other file, and finds
     /// a hard-linked file under its name that is left.
+    /// A path at or below a FUSE mount inside the source is not looked at
+    /// (`ESTALE`: the kernel looks the name up again, and does not find it).
     fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
+        if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
+            return Err(libc::ESTALE);
+        }
         let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
             libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
             n => n,
@@ -722,6 +816,9 @@ impl Fs {
 
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
         let path = self.path_of(ino)?;
+        if self.fuse_mounts.blocks(&path) {
+            return Err(libc::ESTALE);
+        }
         std::fs::read_link(&path)
             .map(|t| t.into_os_string().into_vec())
             .map_err(|e| errno_of(&e))
@@ -763,7 +860,17 @@ impl Fs {
             return Ok(Some(c));
         }
         // Opening reads the index: done without any lock held.
-        let c = match self.open_checked(path, md) {
+        let mut opened = None;
+        let _ = self.with_fds(|| {
+            let r = self.open_checked(path, md);
+            let e = match &r {
+                Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+                _ => Ok(()),
+            };
+            opened = Some(r);
+            e
+        });
+        let c = match opened.expect("ran at least once") {
             Ok(Some(c)) => Arc::new(c),
             Ok(None) => {
                 let msg = format!("{}: no longer looks like a Blosc container", path.display());
@@ -771,7 +878,10 @@ impl Fs {
                 return Ok(None);
             }
             Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
-                self.warn_once(&e.to_string(), &e.to_string());
+                // (Running out of descriptors is logged once, by `with_fds`.)
+                if !exhausted(e.errno()) {
+                    self.warn_once(&e.to_string(), &e.to_string());
+                }
                 return Err(e.errno());
             }
             Err(e) => {
@@ -888,7 +998,8 @@ impl Fs {
         let h = match &what {
             // (Directories and links returned above.)
             What::Plain | What::Dir | What::Symlink => {
-                let (file, fmd) = io::open_regular(&path).map_err(|e| errno_of(&e))?;
+                let (file, fmd) =
+                    self.with_fds(|| io::open_regular(&path).map_err(|e| errno_of(&e)))?;
                 // The file checked (not a link), not one put in its place since.
                 if !same_file(&fmd, &md) {
                     return Err(libc::ESTALE);
@@ -941,7 +1052,7 @@ impl Fs {
     /// cache, where one read could return pages of both. (A file replaced
     /// by rename is another inode: the handle reads its own.)
     fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp) -> bool {
-        Stamp::of(md) == stamp || self.probe(path, md).is_none()
+        Stamp::of(md) == stamp || matches!(self.probe(path, md), Ok(None))
     }
 
     /// Log once that `path` changed under an open handle (`why`, if any),

@@ -32,6 +32,12 @@ impl Session {
         move || u.unmount()
     }
 
+    /// The session's `/dev/fuse` descriptor (see [`connected`]).
+    pub fn device_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::{AsFd, AsRawFd};
+        self.0.as_fd().as_raw_fd()
+    }
+
     /// Serve requests until unmounted.
     pub fn run(self) -> std::io::Result<()> {
         self.0.run()
@@ -81,6 +87,25 @@ fn config(m: &MountArgs) -> fuser::Config {
     c
 }
 
+/// Is the FUSE connection of `/dev/fuse` descriptor `fd` still up? An
+/// unmount (or an abort through fusectl) ends it, and `poll` says so
+/// (`POLLERR`), while a mount table may already show a new mount at the
+/// same path, even with the same device number.
+pub fn connected(fd: std::os::fd::RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no timeout.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    !(r > 0 && p.revents & (libc::POLLERR | libc::POLLNVAL) != 0)
+}
+
+/// What identifies our mount once it is up: the mount point, the mount's
+/// device (maj:min) and the session's `/dev/fuse` descriptor.
+pub type Ours = (std::path::PathBuf, String, std::os::fd::RawFd);
+
 /// Attributes and entries may be cached by the kernel this long; changed
 /// sources are noticed on the next lookup/open after that.
 const TTL: Duration = Duration::from_secs(1);
@@ -93,6 +118,8 @@ pub struct BloscFuse {
     /// (`default_permissions`, which `allow_other` brings: the kernel checks
     /// the attributes it holds, up to [`TTL`] old).
     pub check_access: bool,
+    /// Our mount, once it is up.
+    pub ours: Arc<std::sync::OnceLock<Ours>>,
 }
 
 thread_local! {
@@ -139,6 +166,28 @@ impl Filesystem for BloscFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
         Ok(())
+    }
+
+    /// Called once every worker has stopped. When the connection is gone
+    /// (unmounted from outside), the process ends here: the FUSE library
+    /// would otherwise unmount the mount point on its way out, which by
+    /// then may hold a new mount (a remount right after the unmount) that
+    /// is not ours. A mount left dead by an aborted connection (its mount
+    /// point answers `ENOTCONN`) is detached.
+    fn destroy(&mut self) {
+        let Some((mp, dev, fd)) = self.ours.get() else {
+            return;
+        };
+        if connected(*fd) {
+            return; // still ours: the library unmounts it
+        }
+        if crate::mounts::still_mounted(mp, dev)
+            && std::fs::metadata(mp).err().and_then(|e| e.raw_os_error()) == Some(libc::ENOTCONN)
+        {
+            crate::mounts::detach(mp);
+        }
+        log::info!("unmounted {}", mp.display());
+        std::process::exit(0);
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -71,6 +71,11 @@ pub trait Source: Send + Sync {
         let _ = access;
         buffered_span(self, offset, len, scratch)
     }
+    /// Has the file this source reads been deleted (no name left)? Its
+    /// disk space is freed once its descriptors close.
+    fn gone(&self) -> bool {
+        false
+    }
     /// A hint that `len` bytes at `offset` will be read soon: a file source
     /// asks the kernel to start reading them into the page cache
     /// (`POSIX_FADV_WILLNEED`) and returns at once. Others ignore it.
@@ -350,6 +355,10 @@ impl Source for FileSource {
     fn len(&self) -> u64 {
         self.version.size
     }
+    fn gone(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().is_ok_and(|m| m.nlink() == 0)
+    }
     fn will_need(&self, offset: u64, len: u64) {
         let (Ok(o), Ok(l)) = (i64::try_from(offset), i64::try_from(len)) else {
             return;
@@ -431,6 +440,21 @@ impl Source for MemSource {
     }
 }
 
+/// The soft limit on open file descriptors (`RLIMIT_NOFILE`; 1024 if
+/// unknown).
+pub fn fd_limit() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limits into `r`, a valid struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        usize::try_from(r.rlim_cur).unwrap_or(usize::MAX)
+    } else {
+        1024
+    }
+}
+
 /// Most lazily opened files kept open at once, process-wide: 1024, and at
 /// most a quarter of the file-descriptor limit. Past it a read opens its
 /// file, reads and closes it again. A sparse frame may have tens of
@@ -438,19 +462,7 @@ impl Source for MemSource {
 /// descriptors ("Too many open files" for every read after).
 pub fn max_kept_open() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the limits into `r`, a valid struct.
-        let limit = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-            r.rlim_cur as usize
-        } else {
-            1024
-        };
-        (limit / 4).clamp(16, 1024)
-    })
+    *MAX.get_or_init(|| (fd_limit() / 4).clamp(16, 1024))
 }
 
 static KEPT_OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -545,6 +557,9 @@ impl Source for LazyFileSource {
     }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.with(|f| f.read_exact_at(offset, buf))
+    }
+    fn gone(&self) -> bool {
+        self.kept.get().is_some_and(|f| f.gone())
     }
     /// Forwarded while the file is kept open (a hint never opens a chunk
     /// file: a sparse frame's thousands of them would each hold a

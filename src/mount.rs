@@ -1,10 +1,13 @@
 //! The mount form: `bloscfs [-f] [-d] [-o OPTIONS] SOURCE MOUNTPOINT`.
 //! Option parsing, daemonizing (the parent returns once the mount is
-//! ready), logging, signals (SIGINT/SIGTERM/SIGHUP unmount cleanly).
+//! ready), signals (SIGINT/SIGTERM/SIGHUP unmount cleanly). The log is
+//! `crate::logging`; the mount table, `crate::mounts`.
 
 use crate::cli::parse_size;
 use crate::fs::{Fs, FsOptions};
 use crate::fuse::{self, BloscFuse};
+use crate::logging::init_logging;
+use crate::mounts::{check_nesting, mounted_at};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -195,130 +198,16 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     Ok(Some(m))
 }
 
-/// A small logger: stderr in the foreground, syslog or a file when daemonized.
-struct Logger {
-    level: log::LevelFilter,
-    sink: parking_lot::Mutex<Sink>,
-}
-
-enum Sink {
-    Stderr,
-    Syslog,
-    File(std::fs::File),
-}
-
-impl log::Log for Logger {
-    fn enabled(&self, m: &log::Metadata) -> bool {
-        // Other crates (the FUSE library) only for errors: their warnings are about
-        // requests we deliberately leave to the kernel's defaults.
-        m.level() <= self.level
-            && (m.target().starts_with("bloscfs")
-                || m.level() <= log::Level::Error
-                || (m.level() <= log::Level::Warn && !m.target().starts_with(fuse::LOG_TARGET)))
-    }
-    fn log(&self, r: &log::Record) {
-        if !self.enabled(r.metadata()) {
-            return;
-        }
-        let msg = format!("{}: {}", r.level().as_str().to_lowercase(), r.args());
-        match &mut *self.sink.lock() {
-            Sink::Stderr => eprintln!("bloscfs: {msg}"),
-            Sink::File(f) => {
-                let _ = writeln!(f, "bloscfs[{}]: {msg}", std::process::id());
-            }
-            Sink::Syslog => {
-                let prio = match r.level() {
-                    log::Level::Error => libc::LOG_ERR,
-                    log::Level::Warn => libc::LOG_WARNING,
-                    log::Level::Info => libc::LOG_INFO,
-                    _ => libc::LOG_DEBUG,
-                };
-                if let Ok(c) = std::ffi::CString::new(msg.replace('\0', " ")) {
-                    // SAFETY: constant format string and a valid C string argument.
-                    unsafe { libc::syslog(prio, c"%s".as_ptr(), c.as_ptr()) };
-                }
-            }
-        }
-    }
-    fn flush(&self) {}
-}
-
-fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
-    let default = if m.debug {
-        log::LevelFilter::Debug
-    } else {
-        log::LevelFilter::Info
+/// Physical memory in bytes, if known.
+fn physical_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads configuration values.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
     };
-    let level = std::env::var("BLOSCFS_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    if m.logfile.is_none() && !daemon {
-        // Foreground: env_logger on stderr. BLOSCFS_LOG (or RUST_LOG) takes
-        // env_logger filter syntax and overrides the default level.
-        let mut b = env_logger::Builder::new();
-        b.filter_level(log::LevelFilter::Warn)
-            // The FUSE library warns when the mount point was already unmounted from
-            // outside (fusermount3 -u, umount): noise unless debugging.
-            .filter_module(
-                fuse::LOG_TARGET,
-                if m.debug {
-                    level
-                } else {
-                    log::LevelFilter::Error
-                },
-            )
-            .filter_module("bloscfs", level)
-            .format_target(false);
-        if let Ok(spec) = std::env::var("BLOSCFS_LOG").or_else(|_| std::env::var("RUST_LOG")) {
-            b.parse_filters(&spec);
-        }
-        let _ = b.try_init();
-        return Ok(());
-    }
-    let sink = match (&m.logfile, daemon) {
-        (Some(p), _) => Sink::File(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| format!("logfile {}: {e}", p.display()))?,
-        ),
-        (None, true) => {
-            // SAFETY: a static identifier string; openlog keeps the pointer.
-            unsafe { libc::openlog(c"bloscfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON) };
-            Sink::Syslog
-        }
-        (None, false) => Sink::Stderr,
-    };
-    let _ = log::set_boxed_logger(Box::new(Logger {
-        level,
-        sink: parking_lot::Mutex::new(sink),
-    }));
-    log::set_max_level(level);
-    Ok(())
-}
-
-/// Is `mp` already a mount point of a FUSE file system? (maj:min if so)
-fn mounted_at(mp: &std::path::Path) -> Option<(String, String)> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let want = mp.to_string_lossy();
-    for line in info.lines() {
-        let f: Vec<&str> = line.split(' ').collect();
-        if f.len() > 4 && unescape(f[4]) == want {
-            let dash = f.iter().position(|&x| x == "-")?;
-            let fstype = f.get(dash + 1).copied().unwrap_or("");
-            return Some((f[2].to_string(), fstype.to_string()));
-        }
-    }
-    None
-}
-
-fn unescape(s: &str) -> String {
-    s.replace("\\040", " ")
-        .replace("\\011", "\t")
-        .replace("\\012", "\n")
-        .replace("\\134", "\\")
+    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
 }
 
 /// Raise the kernel read-ahead of our mount (root only; best effort).
@@ -382,6 +271,10 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
+    if let Err(e) = check_nesting(&source, &mountpoint) {
+        eprintln!("bloscfs: {e}");
+        return 1;
+    }
     if let Some((_, fstype)) = mounted_at(&mountpoint) {
         if fstype.starts_with("fuse") {
             eprintln!(
@@ -486,10 +379,12 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };
+    let ours = Arc::new(std::sync::OnceLock::new());
     let adapter = BloscFuse {
         fs: fs.clone(),
         debug: m.debug,
         check_access: m.default_permissions,
+        ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
     // is kept and handled (unmount) instead of killing us over a live mount.
@@ -503,7 +398,18 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
             )
         }
     };
+    let fd = session.device_fd();
+    if let Some((dev, _)) = mounted_at(&m.mountpoint) {
+        let _ = ours.set((m.mountpoint.clone(), dev, fd));
+    }
     set_readahead(&m.mountpoint, m.readahead);
+    if let Some(ram) = physical_memory().filter(|&r| m.cache_size > r) {
+        log::warn!(
+            "cache_size {} MiB is more than the physical memory ({} MiB): the cache may fill it and push the system into swap or the OOM killer",
+            m.cache_size >> 20,
+            ram >> 20
+        );
+    }
     log::info!(
         "mounted {} on {} (cache {} MiB, {} threads)",
         m.source.display(),
@@ -511,6 +417,19 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         m.cache_size >> 20,
         m.threads
     );
+    // Deleted sources free their disk space once no descriptor holds them:
+    // every 2 s, close those of kept containers no handle uses.
+    let weak = Arc::downgrade(&fs);
+    let _ = std::thread::Builder::new()
+        .name("bloscfs-reaper".into())
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            let Some(fs) = weak.upgrade() else { return };
+            let n = fs.release_deleted();
+            if n > 0 {
+                log::debug!("closed {n} containers whose source was deleted");
+            }
+        });
     // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
     let mut unmount = session.unmounter();
     let mp = m.mountpoint.clone();
@@ -518,6 +437,11 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         Ok(mut signals) => {
             std::thread::spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    if !fuse::connected(fd) {
+                        // Unmounted already: the path may hold another mount now.
+                        log::info!("signal {sig}: {} is no longer mounted", mp.display());
+                        return;
+                    }
                     log::info!("signal {sig}: unmounting {}", mp.display());
                     if let Err(e) = unmount() {
                         log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
