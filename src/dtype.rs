@@ -187,7 +187,9 @@ fn scalar(s: &str) -> Res<Dtype> {
         return Err(format!("type string {s:?} not understood"));
     }
     let n: u64 = num.parse().map_err(|_| format!("bad size in {s:?}"))?;
-    if !unit.is_empty() && !(num == "8" && "Mm".contains(kind)) {
+    // Only datetimes (`M8`, `m8`) take a unit.
+    let unit_ok = unit.is_empty() || (num == "8" && "Mm".contains(kind));
+    if !unit_ok {
         return Err(format!("type string {s:?} not understood"));
     }
     let fixed = |ok: &[u64]| {
