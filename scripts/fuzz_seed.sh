@@ -5,7 +5,9 @@
 # sparse-frame fixture directory joined into one input (index, then chunk
 # files, separated as fuzz/fuzz_targets/sparse_frame.rs expects); `codecs`
 # also gets one valid stream per codec if python-blosc2 is available
-# (.venv/bin/python, or $PYTHON), and `zfp` ZFP block streams likewise.
+# (.venv/bin/python, or $PYTHON), and `zfp` ZFP block streams likewise;
+# `npy_layout` also gets every dtype text of
+# tests/fixtures/writers/dtype/descrs-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t=$1
@@ -22,6 +24,19 @@ sparse_frame)
             cat "$d/chunks.b2frame"
             for f in "$d"/*.chunk; do printf '\n--chunk--\n'; cat "$f"; done
         } >"$out"
+    done
+    ;;
+npy_layout)
+    # Every stored dtype text of the descr tables, after eight zero bytes
+    # (no dimensions, itemsize, start and length 0): the rest is the text.
+    for j in tests/fixtures/writers/dtype/descrs-*.json; do
+        [ -e "$j" ] || continue
+        python3 - "$j" "$c" <<'PY' || echo "warning: dtype seeds not generated" >&2
+import hashlib, json, sys
+for row in json.load(open(sys.argv[1]))["dtypes"]:
+    data = bytes(8) + row["text"].encode()
+    open(f"{sys.argv[2]}/dtype-{hashlib.sha1(data).hexdigest()[:12]}", "wb").write(data)
+PY
     done
     ;;
 codecs)

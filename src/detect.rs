@@ -123,7 +123,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
                 typesize: h.typesize,
                 ..Default::default()
             };
-            match npy_view(&info) {
+            match npy_view(&info, path) {
                 Some(Ok(v @ View::Npy { nd: Some(_), .. })) => {
                     Ok(Some(probe(v.len(h.nbytes), v.is_npy())))
                 }
@@ -183,7 +183,7 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
 
 /// Wrap an index in a container with the right view (`.npy` for arrays).
 fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
-    let view = npy_view(&index.info);
+    let view = npy_view(&index.info, path);
     let mut c = Container::new(path, index, env.clone())?;
     c.refine_info();
     match view {
@@ -198,8 +198,9 @@ fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
 
 /// The view of an N-dimensional array, if the container is one: `.npy`
 /// when its dtype can be written in a `.npy` header exactly, else its
-/// C-order bytes under the source name (`View::is_npy` false), logged.
-pub fn npy_view(info: &Info) -> Option<Result<View>> {
+/// C-order bytes under the source name (`View::is_npy` false), logged
+/// (`path` names the file in the log).
+pub fn npy_view(info: &Info, path: &Path) -> Option<Result<View>> {
     if let Some((_, json)) = info
         .metalayers
         .iter()
@@ -213,7 +214,7 @@ pub fn npy_view(info: &Info) -> Option<Result<View>> {
         .iter()
         .find(|(n, _)| n == "b2nd" || n == "caterva")
         .map(|(_, v)| v)?;
-    Some(b2nd_view(meta, info))
+    Some(b2nd_view(meta, info, path))
 }
 
 /// The dtype text's item size and `.npy` descr, or why there is none.
@@ -248,7 +249,7 @@ fn bloscpack_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Resul
 /// A b2nd array. C-Blosc2 lays it out in items of the frame's typesize
 /// whatever the dtype text says; when the two disagree, the items are
 /// presented as opaque `|V<typesize>` ones so that no byte is lost.
-fn b2nd_view(meta: &[u8], info: &Info) -> Result<View> {
+fn b2nd_view(meta: &[u8], info: &Info, path: &Path) -> Result<View> {
     let m = crate::format::b2nd::parse(meta)?;
     let typesize = info.typesize as u64;
     let dtype = if m.dtype_format == 0 {
@@ -270,7 +271,8 @@ fn b2nd_view(meta: &[u8], info: &Info) -> Result<View> {
         }
         Ok((itemsize, _)) => {
             log::warn!(
-                "array dtype {:?} has {itemsize}-byte items but the frame's typesize is {typesize}; presenting every stored byte as '|V{typesize}' items (laid out by typesize, as C-Blosc2 reads it)",
+                "{}: array dtype {:?} has {itemsize}-byte items but the frame's typesize is {typesize}; presenting every stored byte as '|V{typesize}' items (laid out by typesize, as C-Blosc2 reads it)",
+                path.display(),
                 m.dtype
             );
             npy(
@@ -281,7 +283,8 @@ fn b2nd_view(meta: &[u8], info: &Info) -> Result<View> {
         }
         Err(why) => {
             log::warn!(
-                "array cannot be presented as .npy ({why}); presenting its raw C-order bytes ({typesize}-byte items) under the source name"
+                "{}: array cannot be presented as .npy ({why}); presenting its raw C-order bytes ({typesize}-byte items) under the source name",
+                path.display()
             );
             let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, typesize)?;
             Ok(View::Npy {

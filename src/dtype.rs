@@ -150,36 +150,7 @@ fn scalar(s: &str) -> Res<Dtype> {
     };
     let rest = &body[1..];
     if rest.is_empty() {
-        return Ok(match kind {
-            '?' => scalar_of('|', "b1", 1),
-            'b' => scalar_of('|', "i1", 1),
-            'B' => scalar_of('|', "u1", 1),
-            'c' => scalar_of('|', "S1", 1),
-            'h' | 'H' | 'i' | 'I' | 'l' | 'L' | 'q' | 'Q' | 'p' | 'P' | 'n' | 'N' => {
-                let size = if "hH".contains(kind) {
-                    2
-                } else if "iI".contains(kind) {
-                    4
-                } else {
-                    8
-                };
-                let k = if kind.is_ascii_lowercase() { 'i' } else { 'u' };
-                scalar_of(ord, &format!("{k}{size}"), size)
-            }
-            'e' => scalar_of(ord, "f2", 2),
-            'f' => scalar_of(ord, "f4", 4),
-            'd' => scalar_of(ord, "f8", 8),
-            'g' => scalar_of(ord, "f16", 16),
-            'F' => scalar_of(ord, "c8", 8),
-            'D' => scalar_of(ord, "c16", 16),
-            'G' => scalar_of(ord, "c32", 32),
-            'M' | 'm' => scalar_of(ord, &format!("{kind}8"), 8),
-            // Unsized: empty items (only usable as fields).
-            'S' | 'a' => scalar_of('|', "S0", 0),
-            'U' => scalar_of(ord, "U0", 0),
-            'V' => scalar_of('|', "V0", 0),
-            _ => return Err(format!("type code {kind:?} not supported")),
-        });
+        return one_letter(kind, ord);
     }
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     let (num, unit) = rest.split_at(digits);
@@ -187,7 +158,9 @@ fn scalar(s: &str) -> Res<Dtype> {
         return Err(format!("type string {s:?} not understood"));
     }
     let n: u64 = num.parse().map_err(|_| format!("bad size in {s:?}"))?;
-    if !unit.is_empty() && !(num == "8" && "Mm".contains(kind)) {
+    // Only datetimes (`M8`, `m8`) take a unit.
+    let unit_ok = unit.is_empty() || (num == "8" && "Mm".contains(kind));
+    if !unit_ok {
         return Err(format!("type string {s:?} not understood"));
     }
     let fixed = |ok: &[u64]| {
@@ -218,6 +191,40 @@ fn scalar(s: &str) -> Res<Dtype> {
     .and_then(|d| match d.itemsize() {
         n if n <= MAX_ITEMSIZE => Ok(d),
         n => Err(format!("item size {n} too large")),
+    })
+}
+
+/// A one-letter type code (`'?'`, `'i'`, `'d'`...), `ord` its byte order.
+fn one_letter(kind: char, ord: char) -> Res<Dtype> {
+    Ok(match kind {
+        '?' => scalar_of('|', "b1", 1),
+        'b' => scalar_of('|', "i1", 1),
+        'B' => scalar_of('|', "u1", 1),
+        'c' => scalar_of('|', "S1", 1),
+        'h' | 'H' | 'i' | 'I' | 'l' | 'L' | 'q' | 'Q' | 'p' | 'P' | 'n' | 'N' => {
+            let size = if "hH".contains(kind) {
+                2
+            } else if "iI".contains(kind) {
+                4
+            } else {
+                8
+            };
+            let k = if kind.is_ascii_lowercase() { 'i' } else { 'u' };
+            scalar_of(ord, &format!("{k}{size}"), size)
+        }
+        'e' => scalar_of(ord, "f2", 2),
+        'f' => scalar_of(ord, "f4", 4),
+        'd' => scalar_of(ord, "f8", 8),
+        'g' => scalar_of(ord, "f16", 16),
+        'F' => scalar_of(ord, "c8", 8),
+        'D' => scalar_of(ord, "c16", 16),
+        'G' => scalar_of(ord, "c32", 32),
+        'M' | 'm' => scalar_of(ord, &format!("{kind}8"), 8),
+        // Unsized: empty items (only usable as fields).
+        'S' | 'a' => scalar_of('|', "S0", 0),
+        'U' => scalar_of(ord, "U0", 0),
+        'V' => scalar_of('|', "V0", 0),
+        _ => return Err(format!("type code {kind:?} not supported")),
     })
 }
 
@@ -387,35 +394,21 @@ fn dict_form(kv: &[(Lit, Lit)], depth: usize) -> Res<Dtype> {
         // The aligned layout NumPy would compute is not reproduced here.
         return Err("aligned dict form without offsets and itemsize".into());
     }
+    let lists = DictLists {
+        names,
+        formats,
+        offsets: offsets.map(Vec::as_slice),
+        titles: titles.map(Vec::as_slice),
+    };
     let mut fields = Vec::with_capacity(n);
     let mut end = 0u64;
-    let mut packed = 0u64;
     for i in 0..n {
-        let Lit::Str(name) = &names[i] else {
-            return Err("a field name is not a string".into());
-        };
-        let title = match titles.map(|t| &t[i]) {
-            None | Some(Lit::None) => None,
-            Some(Lit::Str(t)) => Some(t.clone()),
-            Some(_) => return Err("a title is not a string".into()),
-        };
-        let dtype = from_lit(&formats[i], depth + 1)?;
-        let offset = match offsets.map(|o| &o[i]) {
-            None => packed,
-            Some(Lit::Int(o)) if *o >= 0 => *o as u64,
-            Some(_) => return Err("bad field offset".into()),
-        };
-        let stop = offset
-            .checked_add(dtype.itemsize())
-            .ok_or("field offset overflows")?;
-        end = end.max(stop);
-        packed = stop;
-        fields.push(Field {
-            name: name.clone(),
-            title,
-            dtype,
-            offset,
-        });
+        let packed = fields
+            .last()
+            .map_or(0, |f: &Field| f.offset + f.dtype.itemsize());
+        let f = lists.field(i, packed, depth)?;
+        end = end.max(f.offset + f.dtype.itemsize());
+        fields.push(f);
     }
     let itemsize = match itemsize {
         Some(s) if s < end => return Err(format!("itemsize {s} smaller than its fields")),
@@ -423,6 +416,46 @@ fn dict_form(kv: &[(Lit, Lit)], depth: usize) -> Res<Dtype> {
         None => end,
     };
     make_struct(fields, itemsize)
+}
+
+/// The lists of a dict form, all of one length.
+struct DictLists<'a> {
+    names: &'a [Lit],
+    formats: &'a [Lit],
+    offsets: Option<&'a [Lit]>,
+    titles: Option<&'a [Lit]>,
+}
+
+impl DictLists<'_> {
+    /// Field `i`, at `packed` when the form gives no offsets.
+    fn field(&self, i: usize, packed: u64, depth: usize) -> Res<Field> {
+        let Lit::Str(name) = &self.names[i] else {
+            return Err("a field name is not a string".into());
+        };
+        let title = match self.titles.map(|t| &t[i]) {
+            None | Some(Lit::None) => None,
+            Some(Lit::Str(t)) => Some(t.clone()),
+            Some(_) => return Err("a title is not a string".into()),
+        };
+        let dtype = from_lit(&self.formats[i], depth + 1)?;
+        let offset = match self.offsets.map(|o| &o[i]) {
+            None => packed,
+            Some(Lit::Int(o)) if *o >= 0 => *o as u64,
+            Some(_) => return Err("bad field offset".into()),
+        };
+        // Offsets are at most i64::MAX, sizes at most MAX_ITEMSIZE: no
+        // overflow in `offset + size`, and the struct's size check refuses
+        // what ends beyond it.
+        if offset > i64::MAX as u64 {
+            return Err("field offset overflows".into());
+        }
+        Ok(Field {
+            name: name.clone(),
+            title,
+            dtype,
+            offset,
+        })
+    }
 }
 
 /// Check names (and titles) are unique and the size is bounded.

@@ -61,15 +61,14 @@ impl NdLayout {
         let mut total = itemsize;
         let mut chunk_bytes = itemsize;
         let mut block_bytes = itemsize;
-        // An array with no elements (a zero in its shape) may have zero
-        // chunk and block extents too (python-blosc2 writes `(0,)` for all
-        // three): it has no chunks to map.
-        let empty = shape.contains(&0);
+        // A zero-length dimension may have zero chunk and block extents
+        // (python-blosc2 writes `(0,)` for all three); as in C-Blosc2, a
+        // zero block needs a zero chunk, and a zero chunk a zero length.
         let ceil_div = |a: u64, b: u64| if b == 0 { 0 } else { a.div_ceil(b) };
         for k in 0..nd {
             let (s, c, b) = (shape[k], chunkshape[k], blockshape[k]);
             ensure!(
-                (empty || (c > 0 && b > 0)) && b <= c,
+                b <= c && (b > 0 || c == 0) && (c > 0 || s == 0),
                 corrupt,
                 "b2nd: dimension {k}: chunk {c} / block {b} shape is not usable"
             );
@@ -296,6 +295,22 @@ mod tests {
         assert_eq!(h.len() % 64, 0);
         assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
         assert_eq!(*h.last().unwrap(), b'\n');
+    }
+
+    #[test]
+    fn empty_arrays() {
+        for (shape, cs, bs) in [
+            (&[0u64][..], &[0u64][..], &[0u64][..]),
+            (&[3, 0, 4], &[3, 0, 4], &[3, 0, 4]),
+            (&[3, 0, 4], &[1, 1, 1], &[1, 1, 1]),
+        ] {
+            let l = NdLayout::new(shape, cs, bs, 4).unwrap();
+            assert_eq!((l.nelems(), l.data_len(), l.raw_len()), (0, 0, 0));
+        }
+        // C-Blosc2 refuses these too.
+        assert!(NdLayout::new(&[5], &[0], &[0], 4).is_err());
+        assert!(NdLayout::new(&[0], &[2], &[0], 4).is_err());
+        assert!(NdLayout::new(&[0], &[2], &[3], 4).is_err());
     }
 
     /// Brute force: the element at each multi-index against `for_each_run`.

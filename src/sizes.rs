@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 /// and sizes that add up to `nbytes`, none of at most `chunksize` can be
 /// short. Nor with one chunk.
 pub fn need_check(chunksize: u64, nbytes: u64) -> bool {
-    chunksize > 0 && nbytes > chunksize && nbytes % chunksize != 0
+    chunksize > 0 && nbytes > chunksize && !nbytes.is_multiple_of(chunksize)
 }
 
 /// The check of an assumed table (see the module's description).
