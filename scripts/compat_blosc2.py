@@ -311,6 +311,13 @@ def b2_arrays(blosc2):
             params["known_defect"] = "dtype itemsize != typesize"
         if ref.dtype != arr.dtype or ref.shape != arr.shape:
             params["note"] = f"the writer reads it back as {ref.dtype.str} {ref.shape}"
+        elif fn not in LOSSY and ref.tobytes() != arr.tobytes() and dt.itemsize > 255:
+            # Chunk headers hold the typesize in one byte: python-blosc2 2.7
+            # stores other bytes than it was given, and its own read returns
+            # heap contents. No file holds the data written.
+            skip(name, "item size above 255: the writer stores other bytes than given")
+            os.remove(p)
+            continue
         elif fn not in LOSSY and ref.tobytes() != arr.tobytes():
             ref = arr
             params["note"] = "the writer's own read differs from the data written; the data written is expected"
