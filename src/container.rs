@@ -258,9 +258,10 @@ impl Container {
         }
     }
 
-    /// The chunk table, every entry where its chunk's own size puts it.
+    /// The chunk table, every entry where its chunk's own size puts it
+    /// (the chunks' headers read, if they were not).
     pub fn checked_chunks(&self) -> Result<&[ChunkEntry]> {
-        self.table_to(0, self.raw_len())
+        self.table_to(self.raw_len(), self.raw_len())
     }
 
     /// The chunk table, with the entries that hold raw bytes up to `end`
@@ -281,7 +282,7 @@ impl Container {
         sizes
             .checked(t, need, self.raw_len(), |ci| {
                 let chunk = t[ci].chunk;
-                self.stored_nbytes(ci, ci >= first)
+                self.stored_nbytes(ci, (first..need).contains(&ci))
                     .map_err(|e| e.in_chunk(chunk))
             })
             .map_err(|e| e.in_file(&self.path))
@@ -614,7 +615,11 @@ impl Container {
     /// to hold as many bytes as its entry in the chunk table.
     pub fn layout(&self, ci: usize) -> Result<Arc<ChunkLayout>> {
         let layout = self.load_layout(ci)?;
-        let ulen = self.chunks()[ci].ulen;
+        let e = &self.index.chunks[ci];
+        let ulen = match self.sizes {
+            None => e.ulen,
+            Some(_) => self.table_to(e.uoff, e.uoff + 1)?[ci].ulen,
+        };
         ensure!(
             layout.header.nbytes as u64 == ulen,
             corrupt,

@@ -182,6 +182,11 @@ fn a_frame_of_mixed_chunk_sizes_reads_as_long_as_it_is_listed() {
         }
         assert_eq!(format!("{:x}", Sha256::digest(&got)), sha, "{name}");
         assert_eq!(fs.getattr(a.ino).unwrap().size, len, "{name}");
+        // No holes: data to the listed end, first asked on a fresh open.
+        let (fresh, _) = fs.open(a.ino, false).unwrap();
+        let near_end = len as i64 - 10;
+        assert_eq!(fs.lseek(fresh, near_end, libc::SEEK_DATA), Ok(near_end));
+        assert_eq!(fs.lseek(fresh, 0, libc::SEEK_HOLE), Ok(len as i64));
     }
     let changed: Vec<_> = logged(s)
         .into_iter()

@@ -37,15 +37,25 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("fuzz-input"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
-        let whole_ok = c.read_at(0, &mut whole).is_ok();
         let at = off % total.saturating_add(1);
         let mut window = vec![0u8; len as usize];
         // Bit 1 of the length: read the window as the FUSE adapter does, the
         // rest of a partly read block cached after the "reply" (`after`).
-        let r = if len & 2 == 2 {
-            bloscfs::after::within(|| c.read_at(at, &mut window))
+        let read_window = |window: &mut [u8]| {
+            if len & 2 == 2 {
+                bloscfs::after::within(|| c.read_at(at, window))
+            } else {
+                c.read_at(at, window)
+            }
+        };
+        // Bit 2: the window first, a far first read (nothing before it read
+        // yet: chunk sizes a frame assumes are checked on the way).
+        let (whole_ok, r) = if len & 4 == 4 {
+            let r = read_window(&mut window);
+            (c.read_at(0, &mut whole).is_ok(), r)
         } else {
-            c.read_at(at, &mut window)
+            let ok = c.read_at(0, &mut whole).is_ok();
+            (ok, read_window(&mut window))
         };
         if let Ok(n) = r {
             // A range the index calls all zero chunks must read as zeros
