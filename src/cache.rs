@@ -188,6 +188,8 @@ pub struct BlockCache {
     /// already: decoding into fresh memory costs a page fault per 4 KiB).
     spares: Mutex<Vec<BlockBuf>>,
     spare_bytes: usize,
+    /// The shard to evict from next.
+    victim: std::sync::atomic::AtomicUsize,
 }
 
 impl BlockCache {
@@ -206,6 +208,7 @@ impl BlockCache {
             bytes: AtomicU64::new(0),
             spares: Mutex::new(Vec::new()),
             spare_bytes: SPARE_BYTES.min((budget / 8) as usize),
+            victim: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -229,6 +232,11 @@ impl BlockCache {
     /// Is `key` cached? (Does not count as a use.)
     pub fn contains(&self, key: &BlockKey) -> bool {
         self.shard(key).lock().lru.contains(key)
+    }
+
+    /// Make `key` the first to be evicted (a reader has had its last bytes).
+    pub fn demote(&self, key: &BlockKey) {
+        self.shard(key).lock().lru.demote(key);
     }
 
     /// Take one block out (a reader consumes it whole: the page cache has
@@ -285,8 +293,8 @@ impl BlockCache {
         (v.unwrap_or_else(|| BlockBuf::new(len)), left)
     }
 
-    /// Insert a block, evicting the least recently used blocks (of its own
-    /// shard first, then of the others) until it fits the budget. A block
+    /// Insert a block, evicting the least recently used blocks (of each
+    /// shard in turn) until it fits the budget. A block
     /// larger than half the budget is not kept (two must fit: a delta
     /// block is decoded against block 0 of its chunk).
     pub fn insert(&self, key: BlockKey, block: Block) {
@@ -296,7 +304,7 @@ impl BlockCache {
         }
         let mut evicted = Vec::new();
         let shard = self.shard_of(&key);
-        if self.reserve(size, shard, &mut evicted) {
+        if self.reserve(size, &mut evicted) {
             let old = {
                 let mut s = self.shards[shard].lock();
                 s.bytes += size as usize;
@@ -317,12 +325,16 @@ impl BlockCache {
         }
     }
 
-    /// Count `size` more bytes against the budget, evicting blocks (from
-    /// shard `first`, then the next ones) until they fit. False if nothing
+    /// Count `size` more bytes against the budget, evicting blocks until
+    /// they fit: the least recently used of each shard in turn, so that
+    /// what goes is about the least recently used overall (keys spread
+    /// evenly over the shards; taking the inserting key's shard first, a
+    /// sequential reader over a working set the size of the cache lost a
+    /// third of its blocks before it was done with them). False if nothing
     /// is left to evict and they still do not fit (other threads' blocks
     /// are on their way in).
-    fn reserve(&self, size: u64, first: usize, evicted: &mut Vec<Block>) -> bool {
-        let (mut shard, mut empty) = (first, 0);
+    fn reserve(&self, size: u64, evicted: &mut Vec<Block>) -> bool {
+        let mut empty = 0;
         loop {
             let cur = self.bytes.load(Ordering::Relaxed);
             if cur + size <= self.budget {
@@ -335,6 +347,7 @@ impl BlockCache {
                 }
                 continue;
             }
+            let shard = self.victim.fetch_add(1, Ordering::Relaxed) % SHARDS;
             let popped = {
                 let mut s = self.shards[shard].lock();
                 let v = s.lru.pop_lru().map(|(_, v)| v);
@@ -351,10 +364,7 @@ impl BlockCache {
                     empty = 0;
                 }
                 None if empty == SHARDS => return false,
-                None => {
-                    empty += 1;
-                    shard = (shard + 1) % SHARDS;
-                }
+                None => empty += 1,
             }
         }
     }

@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+mod gather;
+
 /// What containers share: the block cache, the decode-ahead pool, the
 /// counters, and options.
 #[derive(Clone)]
@@ -458,53 +460,7 @@ impl Container {
                     "array data shorter than its header says"
                 );
             }
-            Some(nd) => {
-                // Element-aligned window covering the request.
-                let is = nd.itemsize;
-                let e0 = data_off / is;
-                let e1 = (data_off + out.len() as u64).div_ceil(is);
-                let skip = (data_off - e0 * is) as usize;
-                let mut pos = 0usize; // bytes of `out` filled
-                let mut first = true;
-                let mut tmp = Vec::new();
-                // Runs adjacent in the raw content are merged into one read.
-                let mut pending: Option<(u64, u64)> = None;
-                let mut flush =
-                    |raw: u64, k: u64, pos: &mut usize, first: &mut bool| -> Result<()> {
-                        let bytes = (k * is) as usize;
-                        let (from, take) = if *first {
-                            (skip, (bytes - skip).min(out.len() - *pos))
-                        } else {
-                            (0, bytes.min(out.len() - *pos))
-                        };
-                        *first = false;
-                        if from == 0 {
-                            let got = self.read_raw_at(raw, &mut out[*pos..*pos + take])?;
-                            ensure!(got == take, truncated, "array chunk data is short");
-                        } else {
-                            tmp.resize(from + take, 0);
-                            let got = self.read_raw_at(raw, &mut tmp)?;
-                            ensure!(got == tmp.len(), truncated, "array chunk data is short");
-                            out[*pos..*pos + take].copy_from_slice(&tmp[from..]);
-                        }
-                        *pos += take;
-                        Ok(())
-                    };
-                nd.for_each_run(e0, e1 - e0, |raw, k| {
-                    match pending {
-                        Some((r, n)) if r + n * is == raw => pending = Some((r, n + k)),
-                        Some((r, n)) => {
-                            flush(r, n, &mut pos, &mut first)?;
-                            pending = Some((raw, k));
-                        }
-                        None => pending = Some((raw, k)),
-                    }
-                    Ok(())
-                })?;
-                if let Some((r, n)) = pending {
-                    flush(r, n, &mut pos, &mut first)?;
-                }
-            }
+            Some(nd) => self.read_array(nd, data_off, out)?,
         }
         Ok(want)
     }
@@ -836,8 +792,10 @@ impl ChunkCtx {
     /// Fill `dst` with bytes `lo..` of block `i` and reply before the rest
     /// of the block is done, when that applies: `dst` is small (at most
     /// [`PART_MAX`] and a quarter of the block), the block is neither cached
-    /// nor queued, its chunk's only filter is a byte shuffle, a reply can
-    /// go first (`after`), and the block is not above [`decode::BIG_BLOCK`]
+    /// nor queued nor waiting in this thread's window already, its chunk's
+    /// only filter is a byte shuffle, a reply can go first (`after` has a
+    /// window open with room for the block), and the block is not above
+    /// [`decode::BIG_BLOCK`]
     /// (those wait for their turn in `decode_block`, and this would unshuffle
     /// a second copy of it after the reply). Its streams are decoded, only
     /// `dst`'s bytes unshuffled, and unshuffling the whole block into the
@@ -845,10 +803,11 @@ impl ChunkCtx {
     /// apply (the caller decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.header.block_len(i) as usize;
-        if !after::open()
-            || dst.len() > PART_MAX
+        if dst.len() > PART_MAX
             || dst.len() > len / 4
             || len > decode::BIG_BLOCK
+            || !after::room(len)
+            || after::pending(&self.key(i))
             || !self.missing(i)
         {
             return Ok(false);
@@ -873,7 +832,7 @@ impl ChunkCtx {
                 PART.with(|p| *p.borrow_mut() = shuffled);
             }
         });
-        if let Err(rest) = after::defer(rest) {
+        if let Err(rest) = after::defer(self.key(i), len, rest) {
             rest();
         }
         Ok(true)
@@ -895,32 +854,40 @@ impl ChunkCtx {
     }
 
     /// Block `i`, from the cache, from the pool, or decoded into the cache.
+    /// While it is decoded here, other readers of it wait for it (see
+    /// `Ahead::start`) rather than decode it a second time.
     fn cached_block(&self, i: u32) -> Result<Block> {
         let key = self.key(i);
-        // The pool first, then the cache (see `take_ready`).
-        let mut claimed = None;
-        if let Some(slot) = self.env.ahead.lookup(&key) {
-            match self.env.ahead.claim(&slot) {
-                Claim::Mine => claimed = Some(slot),
-                Claim::Done(Some(b)) => {
-                    Stats::add(&self.env.stats.cache_hits, 1);
-                    return Ok(b);
+        loop {
+            // The pool first, then the cache (see `take_ready`).
+            if let Some(slot) = self.env.ahead.lookup(&key) {
+                match self.env.ahead.claim(&slot) {
+                    Claim::Mine => {
+                        Stats::add(&self.env.stats.cache_misses, 1);
+                        let r = self.decode_new(i);
+                        self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
+                        return r;
+                    }
+                    Claim::Done(Some(b)) => {
+                        Stats::add(&self.env.stats.cache_hits, 1);
+                        return Ok(b);
+                    }
+                    Claim::Done(None) => {}
                 }
-                Claim::Done(None) => {}
             }
-        }
-        if claimed.is_none() {
             if let Some(b) = self.env.cache.get(&key) {
                 Stats::add(&self.env.stats.cache_hits, 1);
                 return Ok(b);
             }
+            // Someone else started it since: wait for theirs.
+            let Some(started) = self.env.ahead.start(key) else {
+                continue;
+            };
+            Stats::add(&self.env.stats.cache_misses, 1);
+            let r = self.decode_new(i);
+            started.finish(r.as_ref().ok().cloned());
+            return r;
         }
-        Stats::add(&self.env.stats.cache_misses, 1);
-        let r = self.decode_new(i);
-        if let Some(slot) = claimed {
-            self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
-        }
-        r
     }
 
     fn decode_new(&self, i: u32) -> Result<Block> {
