@@ -332,19 +332,16 @@ impl Container {
         if len == 0 || offset < header || offset.saturating_add(len) > self.len() {
             return false;
         }
-        let mut all = true;
-        self.raw_runs(offset, len, |raw, n| all = all && self.raw_is_zero(raw, n)) && all
+        self.raw_runs(offset, len, |raw, n| self.raw_is_zero(raw, n))
     }
 
     /// Call `f(raw offset, length)` for the runs of raw content that the
-    /// presented bytes `from..from+len` (past a `.npy` header) come from.
-    /// False if the array layout could not be walked.
-    fn raw_runs(&self, from: u64, len: u64, mut f: impl FnMut(u64, u64)) -> bool {
+    /// presented bytes `from..from+len` (past a `.npy` header) come from,
+    /// until it returns false. True if it never did (and the array layout
+    /// could be walked).
+    fn raw_runs(&self, from: u64, len: u64, mut f: impl FnMut(u64, u64) -> bool) -> bool {
         let (hl, nd) = match &self.view {
-            View::Raw => {
-                f(from, len);
-                return true;
-            }
+            View::Raw => return f(from, len),
             View::Npy { header, nd, .. } => (header.len() as u64, nd),
         };
         let end = from.saturating_add(len).saturating_sub(hl);
@@ -353,19 +350,17 @@ impl Container {
             return true;
         }
         match nd {
-            None => {
-                f(from, end - from);
-                true
-            }
+            None => f(from, end - from),
             Some(nd) => {
                 let is = nd.itemsize;
                 let e0 = from / is;
                 let e1 = end.div_ceil(is).min(nd.data_len() / is);
                 e1 <= e0
                     || nd
-                        .for_each_run(e0, e1 - e0, |raw, k| {
-                            f(raw, k * is);
-                            Ok(())
+                        .for_each_run(e0, e1 - e0, |raw, k| match f(raw, k * is) {
+                            true => Ok(()),
+                            // Ends the walk (not reported).
+                            false => Err(Error::corrupt("walk stopped")),
                         })
                         .is_ok()
             }
@@ -402,16 +397,19 @@ impl Container {
     }
 
     /// Queue the blocks of raw bytes `off..off+len` (see `decode_ahead`).
-    fn queue_raw(&self, off: u64, len: u64) {
+    /// False once the queue is full (enough is ahead).
+    fn queue_raw(&self, off: u64, len: u64) -> bool {
         let end = off.saturating_add(len).min(self.raw_len());
         if off >= end {
-            return;
+            return true;
         }
         let mut ci = self.chunk_at(off);
         while ci < self.index.chunks.len() && self.index.chunks[ci].uoff < end {
             let e = &self.index.chunks[ci];
             if let ChunkLoc::Stored { src, offset, .. } = e.loc {
-                let Ok(layout) = self.layout(ci) else { return };
+                let Ok(layout) = self.layout(ci) else {
+                    return false;
+                };
                 if layout.special.is_none() {
                     let ctx = self.ctx(ci, layout, src, offset);
                     let bs = ctx.layout.header.blocksize as u64;
@@ -419,13 +417,14 @@ impl Container {
                     let b = end.min(e.uoff + e.ulen) - e.uoff;
                     for i in (a / bs) as u32..=((b - 1) / bs) as u32 {
                         if !ctx.queue(i) {
-                            return; // the queue is full: enough is ahead
+                            return false;
                         }
                     }
                 }
             }
             ci += 1;
         }
+        true
     }
 
     fn read_view_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {

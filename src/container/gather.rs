@@ -140,7 +140,8 @@ impl Container {
     /// Serve short runs: sorted, grouped by block, each block looked up or
     /// decoded once. Blocks another reader is decoding are served last.
     fn serve(&self, short: &mut [Piece], out: &mut [u8]) -> Result<()> {
-        short.sort_unstable_by_key(|p| p.raw);
+        // Stable: it merges the ascending runs the rows come in (one per row).
+        short.sort_by_key(|p| p.raw);
         let mut groups = Vec::new();
         let mut g = 0;
         while g < short.len() {
