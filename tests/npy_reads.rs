@@ -135,6 +135,7 @@ fn a_sequential_read_decodes_each_block_at_most_twice() {
             read <= file + file / 4,
             "{name}: read {read} of {file} bytes"
         );
+        assert_eq!(count(&st.bytes_served), 4 * a.nelems(), "{name}");
         let peak = after::take_peak();
         assert!(peak <= 2 * 4096, "{name}: {peak} bytes of deferred work");
         assert!(env.cache.bytes() <= env.cache.budget());

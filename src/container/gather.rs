@@ -159,7 +159,12 @@ impl Container {
         for grp in busy {
             self.serve_group(grp, short, out)?;
         }
-        let n: usize = short.iter().map(|p| p.len).sum();
+        // (Runs read at once counted themselves.)
+        let n: usize = groups
+            .iter()
+            .flat_map(|g| &short[g.runs.clone()])
+            .map(|p| p.len)
+            .sum();
         Stats::add(&self.env.stats.bytes_served, n as u64);
         Ok(())
     }
