@@ -12,6 +12,8 @@ then measures, each as the median of --runs:
     unpinned and pinned (taskset, both on CPU 0), and unpinned with -o source_io=buffered
   - warm re-read (kernel page cache kept) vs the FUSE floor re-reading with keep_cache
   - a 2-D b2nd array: one row and a full scan through the mount vs python-blosc2 slicing
+  - one 2-D array stored with narrow, square and row blocks: `.npy` sequential read vs arr[...]
+    (time, blocks decoded, source bytes read, daemon VmHWM); alone with --npy-blocks
   - daemon peak RSS (VmHWM) after reading a 16 GiB mostly-zero frame with cache_size=64M, and
     after random reads over the five series (three block sizes); zero chunks vs the FUSE floor
   - mount + `ls -l` of a tree of 10,000 small containers
@@ -197,12 +199,65 @@ def row(section, what, value, unit, ratio=None, target=None):
     print(f"[{section}] {what}: {value:,.3f} {unit}{r}{t}", flush=True)
 
 
+def npy_blocks(src, mp, a):
+    """5b. `.npy` sequential reads of one array stored with narrow, square
+    and row blocks (3000x2500 float32, chunks of 1000 rows), each
+    side cold: `cat` of the mount with cache_size=16M (blocks decoded,
+    source bytes read, daemon VmHWM) vs python-blosc2 open + arr[...]."""
+    shape = (3000, 2500)
+    layouts = {"narrow": (1000, 25), "narrow-wide": (100, 250), "square": (250, 250), "rows": (40, 2500)}
+    rng = np.random.default_rng(7)
+    x = (np.cumsum(rng.normal(size=shape), axis=1) * 0.01).round(3).astype("<f4")
+    for name, blocks in layouts.items():
+        p = os.path.join(src, f"blocks-{name}.b2nd")
+        if not os.path.exists(p):
+            blosc2.asarray(x, urlpath=p, mode="w", chunks=(1000, 2500), blocks=blocks,
+                           cparams=dict(codec=blosc2.Codec.ZSTD, clevel=1, filters=[blosc2.Filter.SHUFFLE]))
+        arr = blosc2.open(p)
+        assert arr.blocks == blocks, arr.blocks
+        nblocks = int(np.prod([-(-c // b) for c, b in zip(arr.chunks, arr.blocks)])) * arr.schunk.nchunks
+        npy = os.path.join(mp, f"blocks-{name}.npy")
+
+        def ours():
+            drop_caches()
+            m = Mount(src, mp, opts="cache_size=16M")
+            t0 = time.perf_counter()
+            n = read_seq(npy)
+            t = time.perf_counter() - t0
+            st, hwm, size = daemon_stats(mp), m.rss_hwm_kib(), os.path.getsize(npy)
+            m.close()
+            assert n == size and n > x.nbytes
+            return t, st, hwm
+
+        def theirs():
+            drop_caches()
+            t0 = time.perf_counter()
+            blosc2.open(p)[...]
+            return time.perf_counter() - t0
+
+        got = {"ours": [], "theirs": []}
+        for k in range(max(3, a.runs) if not a.quick else 1):
+            for side in (["ours", "theirs"] if k % 2 == 0 else ["theirs", "ours"]):
+                got[side].append(ours() if side == "ours" else theirs())
+        m = Mount(src, mp)
+        assert (np.load(npy) == x).all()
+        m.close()
+        t_ours = statistics.median(t for t, _, _ in got["ours"])
+        t_ref = statistics.median(got["theirs"])
+        _, st, hwm = got["ours"][-1]
+        row("npy blocks", f"{name}: {shape[0]}x{shape[1]} f4, chunks {arr.chunks}, blocks {blocks}: cat of the "
+            f".npy, cache_size=16M ({st['blocks_decoded']:,} block decodes of {nblocks:,}, "
+            f"{st['source_bytes_read'] / os.path.getsize(p):.2f}x the file read, daemon VmHWM {hwm >> 10} MiB) "
+            f"vs python-blosc2 arr[...] ({t_ref * 1e3:.1f} ms)", t_ours * 1e3, "ms", t_ref / t_ours)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="512M")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small data, 1 run, skip the 16 GiB and 10,000-file parts")
     ap.add_argument("--doc", help="write the table to this Markdown file")
+    ap.add_argument("--npy-blocks", action="store_true", help="only the .npy block-layout reads (5b)")
     a = ap.parse_args()
     size = int(a.size[:-1]) * {"K": 1 << 10, "M": MB, "G": 1 << 30}[a.size[-1]] if a.size[-1] in "KMG" else int(a.size)
     if a.quick:
@@ -212,7 +267,7 @@ def main():
     os.makedirs(src, exist_ok=True)
     mp = os.path.join(d, "mnt")
     fmp = os.path.join(d, "floor")
-    for b in [BIN, FLOOR]:
+    for b in [BIN] + ([] if a.npy_blocks else [FLOOR]):
         if not os.path.exists(b):
             sys.exit(f"{b} missing: run `cargo build --release` and "
                      "`CARGO_TARGET_DIR=target cargo build --release --manifest-path scripts/fusefloor/Cargo.toml`")
@@ -220,6 +275,9 @@ def main():
     variants = [("zstd-shuffle", C.ZSTD, F.SHUFFLE), ("lz4-shuffle", C.LZ4, F.SHUFFLE),
                 ("blosclz-shuffle", C.BLOSCLZ, F.SHUFFLE), ("lz4-bitshuffle", C.LZ4, F.BITSHUFFLE),
                 ("zlib-shuffle", C.ZLIB, F.SHUFFLE)]
+    if a.npy_blocks:
+        npy_blocks(src, mp, a)
+        return
     print(f"making data in {src} ({size >> 20} MiB per series)...", flush=True)
     files = {name: make_series(src, size, c, f, f"{name}-{size >> 20}M") for name, c, f in variants}
     blosc2.set_nthreads(2)
@@ -458,6 +516,8 @@ def main():
         f"mount vs python-blosc2 open + slice ({t_rrow * 1e3:.2f} ms)", t_row * 1e3, "ms", t_rrow / t_row)
     row("b2nd", f"full scan, cold: np.load of the mount vs python-blosc2 open + arr[...] ({t_rscan * 1e3:.1f} ms)",
         t_scan * 1e3, "ms", t_rscan / t_scan)
+
+    npy_blocks(src, mp, a)
 
     if not a.quick:
         # 6. RSS after reading 16 GiB with cache_size=64M

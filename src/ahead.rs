@@ -199,6 +199,34 @@ impl Ahead {
         }
     }
 
+    /// Register `key` as being decoded by the caller, who must then call
+    /// [`Started::finish`]: other readers of it wait for that block (see
+    /// `claim`) instead of decoding it too. `None` if it is queued or being
+    /// decoded already.
+    pub fn start(&self, key: BlockKey) -> Option<Started<'_>> {
+        let mut t = self.table.lock();
+        if let Some(s) = t.get(&key) {
+            if !matches!(*s.state.lock(), State::Done(_)) {
+                return None;
+            }
+        }
+        let slot = Arc::new(Slot {
+            state: Mutex::new(State::Running),
+            cv: Condvar::new(),
+        });
+        t.insert(key, slot.clone());
+        Some(Started {
+            ahead: self,
+            key,
+            slot: Some(slot),
+        })
+    }
+
+    /// Is the block of `slot` being decoded now (a `claim` would wait)?
+    pub fn running(&self, slot: &Slot) -> bool {
+        matches!(*slot.state.lock(), State::Running)
+    }
+
     /// A reader finished a block it claimed: `v` is the block if it kept
     /// it, `None` if it decoded it straight where it needed it (or failed).
     pub fn finish(&self, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
@@ -208,6 +236,32 @@ impl Ahead {
     /// Blocks queued or running now.
     pub fn in_flight(&self) -> usize {
         self.table.lock().len()
+    }
+}
+
+/// A block a reader registered as being decoded by it (`Ahead::start`).
+/// Dropped without `finish` (an error or a panic), it releases the readers
+/// waiting for it with "no block".
+pub struct Started<'a> {
+    ahead: &'a Ahead,
+    key: BlockKey,
+    slot: Option<Arc<Slot>>,
+}
+
+impl Started<'_> {
+    /// The block is decoded (`Some`) or failed (`None`).
+    pub fn finish(mut self, v: Option<Block>) {
+        if let Some(slot) = self.slot.take() {
+            finish(&self.ahead.table, self.key, &slot, v);
+        }
+    }
+}
+
+impl Drop for Started<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            finish(&self.ahead.table, self.key, &slot, None);
+        }
     }
 }
 
@@ -287,6 +341,30 @@ mod tests {
         while a.in_flight() > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// A block a reader decodes itself is waited for by the others; one
+    /// abandoned releases them.
+    #[test]
+    fn started_blocks_are_waited_for() {
+        let a = Arc::new(Ahead::new(0));
+        let s = a.start((4, 0, 0)).expect("nothing queued");
+        assert!(a.start((4, 0, 0)).is_none(), "being decoded already");
+        let slot = a.lookup(&(4, 0, 0)).unwrap();
+        assert!(a.running(&slot));
+        let a2 = a.clone();
+        let waiter = std::thread::spawn(move || match a2.claim(&slot) {
+            Claim::Done(Some(b)) => b[0],
+            _ => panic!("a started block is not claimed"),
+        });
+        s.finish(block(5));
+        assert_eq!(waiter.join().unwrap(), 5);
+        assert!(a.lookup(&(4, 0, 0)).is_none());
+        let s = a.start((4, 0, 1)).unwrap();
+        let slot = a.lookup(&(4, 0, 1)).unwrap();
+        drop(s);
+        assert!(matches!(a.claim(&slot), Claim::Done(None)));
+        assert_eq!(a.in_flight(), 0);
     }
 
     #[test]

@@ -175,7 +175,9 @@ impl std::fmt::Debug for BlockBuf {
 const SHARDS: usize = 8;
 
 struct Shard {
-    lru: LruCache<BlockKey, Block>,
+    /// Each block with when it was last used (`BlockCache::clock`; 0:
+    /// demoted). Within a shard the LRU order is the order of these.
+    lru: LruCache<BlockKey, (Block, u64)>,
     bytes: usize,
 }
 
@@ -188,6 +190,8 @@ pub struct BlockCache {
     /// already: decoding into fresh memory costs a page fault per 4 KiB).
     spares: Mutex<Vec<BlockBuf>>,
     spare_bytes: usize,
+    /// Counts uses: when each block was last used.
+    clock: AtomicU64,
 }
 
 impl BlockCache {
@@ -206,6 +210,7 @@ impl BlockCache {
             bytes: AtomicU64::new(0),
             spares: Mutex::new(Vec::new()),
             spare_bytes: SPARE_BYTES.min((budget / 8) as usize),
+            clock: AtomicU64::new(1),
         }
     }
 
@@ -223,7 +228,11 @@ impl BlockCache {
     }
 
     pub fn get(&self, key: &BlockKey) -> Option<Block> {
-        self.shard(key).lock().lru.get(key).cloned()
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut s = self.shard(key).lock();
+        let (b, used) = s.lru.get_mut(key)?;
+        *used = now;
+        Some(b.clone())
     }
 
     /// Is `key` cached? (Does not count as a use.)
@@ -231,12 +240,21 @@ impl BlockCache {
         self.shard(key).lock().lru.contains(key)
     }
 
+    /// Make `key` the first to be evicted (a reader has had its last bytes).
+    pub fn demote(&self, key: &BlockKey) {
+        let mut s = self.shard(key).lock();
+        if let Some((_, used)) = s.lru.peek_mut(key) {
+            *used = 0;
+            s.lru.demote(key);
+        }
+    }
+
     /// Take one block out (a reader consumes it whole: the page cache has
     /// it now); `recycle` it once copied.
     pub fn take(&self, key: &BlockKey) -> Option<Block> {
         let v = {
             let mut s = self.shard(key).lock();
-            let v = s.lru.pop(key)?;
+            let (v, _) = s.lru.pop(key)?;
             s.bytes -= v.footprint();
             v
         };
@@ -285,8 +303,8 @@ impl BlockCache {
         (v.unwrap_or_else(|| BlockBuf::new(len)), left)
     }
 
-    /// Insert a block, evicting the least recently used blocks (of its own
-    /// shard first, then of the others) until it fits the budget. A block
+    /// Insert a block, evicting the least recently used blocks until it
+    /// fits the budget. A block
     /// larger than half the budget is not kept (two must fit: a delta
     /// block is decoded against block 0 of its chunk).
     pub fn insert(&self, key: BlockKey, block: Block) {
@@ -296,11 +314,12 @@ impl BlockCache {
         }
         let mut evicted = Vec::new();
         let shard = self.shard_of(&key);
-        if self.reserve(size, shard, &mut evicted) {
+        if self.reserve(size, &mut evicted) {
             let old = {
                 let mut s = self.shards[shard].lock();
                 s.bytes += size as usize;
-                let old = s.lru.put(key, block);
+                let now = self.clock.fetch_add(1, Ordering::Relaxed);
+                let old = s.lru.put(key, (block, now)).map(|(b, _)| b);
                 if let Some(o) = &old {
                     s.bytes -= o.footprint();
                 }
@@ -317,12 +336,11 @@ impl BlockCache {
         }
     }
 
-    /// Count `size` more bytes against the budget, evicting blocks (from
-    /// shard `first`, then the next ones) until they fit. False if nothing
-    /// is left to evict and they still do not fit (other threads' blocks
-    /// are on their way in).
-    fn reserve(&self, size: u64, first: usize, evicted: &mut Vec<Block>) -> bool {
-        let (mut shard, mut empty) = (first, 0);
+    /// Count `size` more bytes against the budget, evicting the least
+    /// recently used blocks until they fit. False if nothing is left to
+    /// evict and they still do not fit (other threads' blocks are on their
+    /// way in).
+    fn reserve(&self, size: u64, evicted: &mut Vec<Block>) -> bool {
         loop {
             let cur = self.bytes.load(Ordering::Relaxed);
             if cur + size <= self.budget {
@@ -335,28 +353,41 @@ impl BlockCache {
                 }
                 continue;
             }
-            let popped = {
-                let mut s = self.shards[shard].lock();
-                let v = s.lru.pop_lru().map(|(_, v)| v);
-                if let Some(v) = &v {
-                    s.bytes -= v.footprint();
-                }
-                v
-            };
-            match popped {
+            match self.evict_oldest() {
                 Some(v) => {
                     self.bytes
                         .fetch_sub(v.footprint() as u64, Ordering::Relaxed);
                     evicted.push(v);
-                    empty = 0;
                 }
-                None if empty == SHARDS => return false,
-                None => {
-                    empty += 1;
-                    shard = (shard + 1) % SHARDS;
-                }
+                None => return false,
             }
         }
+    }
+
+    /// Take out the least recently used block of all: the oldest of the
+    /// shards' least recently used ones. (Taking the inserting key's shard's
+    /// own, a sequential reader over a working set the size of the cache
+    /// lost a third of it before it was done with it.)
+    fn evict_oldest(&self) -> Option<Block> {
+        for _ in 0..SHARDS {
+            let oldest = (0..SHARDS)
+                .filter_map(|i| {
+                    let s = self.shards[i].lock();
+                    s.lru.peek_lru().map(|(_, (_, used))| (*used, i))
+                })
+                .min()?;
+            let mut s = self.shards[oldest.1].lock();
+            // Unless another thread took it meanwhile.
+            if s.lru
+                .peek_lru()
+                .is_some_and(|(_, (_, used))| *used == oldest.0)
+            {
+                let (_, (v, _)) = s.lru.pop_lru()?;
+                s.bytes -= v.footprint();
+                return Some(v);
+            }
+        }
+        None
     }
 
     /// Drop every block of one container (when its source changed).
@@ -370,7 +401,7 @@ impl BlockCache {
                 .map(|(k, _)| *k)
                 .collect();
             for k in keys {
-                if let Some(v) = s.lru.pop(&k) {
+                if let Some((v, _)) = s.lru.pop(&k) {
                     s.bytes -= v.footprint();
                     self.bytes
                         .fetch_sub(v.footprint() as u64, Ordering::Relaxed);
@@ -471,6 +502,29 @@ mod tests {
         assert_eq!((v.len(), left), (100, 0));
         let (v, left) = c.buffer(3000);
         assert_eq!((v.len(), left), (3000, 3));
+    }
+
+    /// Eviction takes the least recently used blocks of the whole cache
+    /// (whichever shards they are in), and demoted blocks first.
+    #[test]
+    fn eviction_is_least_recently_used_over_all_shards() {
+        let c = BlockCache::new(16_000);
+        let block = || Arc::new(BlockBuf::from(vec![0u8; 1000]));
+        for i in 0..16 {
+            c.insert((1, 0, i), block());
+        }
+        for i in 0..8 {
+            assert!(c.get(&(1, 0, i)).is_some());
+        }
+        for i in 0..8 {
+            c.insert((1, 1, i), block());
+        }
+        let kept: Vec<u32> = (0..16).filter(|&i| c.contains(&(1, 0, i))).collect();
+        assert_eq!(kept, (0..8).collect::<Vec<_>>());
+        c.demote(&(1, 0, 5));
+        c.insert((1, 2, 0), block());
+        assert!(!c.contains(&(1, 0, 5)) && c.contains(&(1, 1, 0)));
+        assert_eq!(c.bytes(), 16_000);
     }
 
     /// Large buffers are their own mappings: zeroed, page-rounded, writable

@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+mod gather;
+
 /// What containers share: the block cache, the decode-ahead pool, the
 /// counters, and options.
 #[derive(Clone)]
@@ -404,19 +406,16 @@ impl Container {
         if len == 0 || offset < header || offset.saturating_add(len) > self.len() {
             return false;
         }
-        let mut all = true;
-        self.raw_runs(offset, len, |raw, n| all = all && self.raw_is_zero(raw, n)) && all
+        self.raw_runs(offset, len, |raw, n| self.raw_is_zero(raw, n))
     }
 
     /// Call `f(raw offset, length)` for the runs of raw content that the
-    /// presented bytes `from..from+len` (past a `.npy` header) come from.
-    /// False if the array layout could not be walked.
-    fn raw_runs(&self, from: u64, len: u64, mut f: impl FnMut(u64, u64)) -> bool {
+    /// presented bytes `from..from+len` (past a `.npy` header) come from,
+    /// until it returns false. True if it never did (and the array layout
+    /// could be walked).
+    fn raw_runs(&self, from: u64, len: u64, mut f: impl FnMut(u64, u64) -> bool) -> bool {
         let (hl, nd) = match &self.view {
-            View::Raw => {
-                f(from, len);
-                return true;
-            }
+            View::Raw => return f(from, len),
             View::Npy { header, nd, .. } => (header.len() as u64, nd),
         };
         let end = from.saturating_add(len).saturating_sub(hl);
@@ -425,19 +424,17 @@ impl Container {
             return true;
         }
         match nd {
-            None => {
-                f(from, end - from);
-                true
-            }
+            None => f(from, end - from),
             Some(nd) => {
                 let is = nd.itemsize;
                 let e0 = from / is;
                 let e1 = end.div_ceil(is).min(nd.data_len() / is);
                 e1 <= e0
                     || nd
-                        .for_each_run(e0, e1 - e0, |raw, k| {
-                            f(raw, k * is);
-                            Ok(())
+                        .for_each_run(e0, e1 - e0, |raw, k| match f(raw, k * is) {
+                            true => Ok(()),
+                            // Ends the walk (not reported).
+                            false => Err(Error::corrupt("walk stopped")),
                         })
                         .is_ok()
             }
@@ -476,32 +473,36 @@ impl Container {
     }
 
     /// Queue the blocks of raw bytes `off..off+len` (see `decode_ahead`).
-    fn queue_raw(&self, off: u64, len: u64) {
+    /// False once the queue is full (enough is ahead).
+    fn queue_raw(&self, off: u64, len: u64) -> bool {
         let end = off.saturating_add(len).min(self.raw_len());
         if off >= end {
-            return;
+            return true;
         }
         let Ok(chunks) = self.table_to(off, end) else {
-            return;
+            return false;
         };
         let mut ci = chunk_at(chunks, off);
         while ci < chunks.len() && chunks[ci].uoff < end {
             let e = &chunks[ci];
             if let ChunkLoc::Stored { src, offset, .. } = e.loc {
-                let Ok(layout) = self.layout(ci) else { return };
+                let Ok(layout) = self.layout(ci) else {
+                    return false;
+                };
                 if layout.special.is_none() {
                     let ctx = self.ctx(ci, layout, src, offset);
                     let a = off.max(e.uoff) - e.uoff;
                     let b = end.min(e.uoff + e.ulen) - e.uoff;
                     for i in ctx.layout.block_at(a)..=ctx.layout.block_at(b - 1) {
                         if !ctx.queue(i) {
-                            return; // the queue is full: enough is ahead
+                            return false;
                         }
                     }
                 }
             }
             ci += 1;
         }
+        true
     }
 
     fn read_view_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
@@ -536,53 +537,7 @@ impl Container {
                     "array data shorter than its header says"
                 );
             }
-            Some(nd) => {
-                // Element-aligned window covering the request.
-                let is = nd.itemsize;
-                let e0 = data_off / is;
-                let e1 = (data_off + out.len() as u64).div_ceil(is);
-                let skip = (data_off - e0 * is) as usize;
-                let mut pos = 0usize; // bytes of `out` filled
-                let mut first = true;
-                let mut tmp = Vec::new();
-                // Runs adjacent in the raw content are merged into one read.
-                let mut pending: Option<(u64, u64)> = None;
-                let mut flush =
-                    |raw: u64, k: u64, pos: &mut usize, first: &mut bool| -> Result<()> {
-                        let bytes = (k * is) as usize;
-                        let (from, take) = if *first {
-                            (skip, (bytes - skip).min(out.len() - *pos))
-                        } else {
-                            (0, bytes.min(out.len() - *pos))
-                        };
-                        *first = false;
-                        if from == 0 {
-                            let got = self.read_raw_at(raw, &mut out[*pos..*pos + take])?;
-                            ensure!(got == take, truncated, "array chunk data is short");
-                        } else {
-                            tmp.resize(from + take, 0);
-                            let got = self.read_raw_at(raw, &mut tmp)?;
-                            ensure!(got == tmp.len(), truncated, "array chunk data is short");
-                            out[*pos..*pos + take].copy_from_slice(&tmp[from..]);
-                        }
-                        *pos += take;
-                        Ok(())
-                    };
-                nd.for_each_run(e0, e1 - e0, |raw, k| {
-                    match pending {
-                        Some((r, n)) if r + n * is == raw => pending = Some((r, n + k)),
-                        Some((r, n)) => {
-                            flush(r, n, &mut pos, &mut first)?;
-                            pending = Some((raw, k));
-                        }
-                        None => pending = Some((raw, k)),
-                    }
-                    Ok(())
-                })?;
-                if let Some((r, n)) = pending {
-                    flush(r, n, &mut pos, &mut first)?;
-                }
-            }
+            Some(nd) => self.read_array(nd, data_off, out)?,
         }
         Ok(want)
     }
@@ -986,8 +941,10 @@ impl ChunkCtx {
     /// Fill `dst` with bytes `lo..` of block `i` and reply before the rest
     /// of the block is done, when that applies: `dst` is small (at most
     /// [`PART_MAX`] and a quarter of the block), the block is neither cached
-    /// nor queued, its chunk's only filter is a byte shuffle, a reply can
-    /// go first (`after`), and the block is not above [`decode::BIG_BLOCK`]
+    /// nor queued nor waiting in this thread's window already, its chunk's
+    /// only filter is a byte shuffle, a reply can go first (`after` has a
+    /// window open with room for the block), and the block is not above
+    /// [`decode::BIG_BLOCK`]
     /// (those wait for their turn in `decode_block`, and this would unshuffle
     /// a second copy of it after the reply). Its streams are decoded, only
     /// `dst`'s bytes unshuffled, and unshuffling the whole block into the
@@ -995,10 +952,11 @@ impl ChunkCtx {
     /// apply (the caller decodes the block whole).
     fn read_part(&self, i: u32, lo: usize, dst: &mut [u8]) -> Result<bool> {
         let len = self.layout.block_len(i) as usize;
-        if !after::open()
-            || dst.len() > PART_MAX
+        if dst.len() > PART_MAX
             || dst.len() > len / 4
             || len > decode::BIG_BLOCK
+            || !after::room(len)
+            || after::pending(&self.key(i))
             || !self.missing(i)
         {
             return Ok(false);
@@ -1023,7 +981,7 @@ impl ChunkCtx {
                 PART.with(|p| *p.borrow_mut() = shuffled);
             }
         });
-        if let Err(rest) = after::defer(rest) {
+        if let Err(rest) = after::defer(self.key(i), len, rest) {
             rest();
         }
         Ok(true)
@@ -1045,32 +1003,40 @@ impl ChunkCtx {
     }
 
     /// Block `i`, from the cache, from the pool, or decoded into the cache.
+    /// While it is decoded here, other readers of it wait for it (see
+    /// `Ahead::start`) rather than decode it a second time.
     fn cached_block(&self, i: u32) -> Result<Block> {
         let key = self.key(i);
-        // The pool first, then the cache (see `take_ready`).
-        let mut claimed = None;
-        if let Some(slot) = self.env.ahead.lookup(&key) {
-            match self.env.ahead.claim(&slot) {
-                Claim::Mine => claimed = Some(slot),
-                Claim::Done(Some(b)) => {
-                    Stats::add(&self.env.stats.cache_hits, 1);
-                    return Ok(b);
+        loop {
+            // The pool first, then the cache (see `take_ready`).
+            if let Some(slot) = self.env.ahead.lookup(&key) {
+                match self.env.ahead.claim(&slot) {
+                    Claim::Mine => {
+                        Stats::add(&self.env.stats.cache_misses, 1);
+                        let r = self.decode_new(i);
+                        self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
+                        return r;
+                    }
+                    Claim::Done(Some(b)) => {
+                        Stats::add(&self.env.stats.cache_hits, 1);
+                        return Ok(b);
+                    }
+                    Claim::Done(None) => {}
                 }
-                Claim::Done(None) => {}
             }
-        }
-        if claimed.is_none() {
             if let Some(b) = self.env.cache.get(&key) {
                 Stats::add(&self.env.stats.cache_hits, 1);
                 return Ok(b);
             }
+            // Someone else started it since: wait for theirs.
+            let Some(started) = self.env.ahead.start(key) else {
+                continue;
+            };
+            Stats::add(&self.env.stats.cache_misses, 1);
+            let r = self.decode_new(i);
+            started.finish(r.as_ref().ok().cloned());
+            return r;
         }
-        Stats::add(&self.env.stats.cache_misses, 1);
-        let r = self.decode_new(i);
-        if let Some(slot) = claimed {
-            self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
-        }
-        r
     }
 
     fn decode_new(&self, i: u32) -> Result<Block> {
