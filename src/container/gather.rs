@@ -181,8 +181,9 @@ impl Container {
         groups: &mut Vec<Group>,
     ) -> Result<usize> {
         let p = short[g];
-        let ci = self.chunk_at(p.raw);
-        let entry = &self.index.chunks[ci];
+        let chunks = self.table_to(p.raw, p.raw + p.len as u64)?;
+        let ci = super::chunk_at(chunks, p.raw);
+        let entry = &chunks[ci];
         let ctx = match entry.loc {
             ChunkLoc::Stored { src, offset, .. } => {
                 let layout = self
@@ -199,10 +200,10 @@ impl Container {
             self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len])?;
             return Ok(g + 1);
         };
-        let h = &ctx.layout.header;
-        let i = ((p.raw - entry.uoff) / h.blocksize as u64) as u32;
-        let start = entry.uoff + i as u64 * h.blocksize as u64;
-        let end = start + h.block_len(i) as u64;
+        let l = &ctx.layout;
+        let i = l.block_at(p.raw - entry.uoff);
+        let start = entry.uoff + l.block_start(i);
+        let end = start + l.block_len(i) as u64;
         let n = short[g..].partition_point(|q| q.raw + q.len as u64 <= end);
         if n == 0 {
             self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len])?;
