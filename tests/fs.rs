@@ -48,17 +48,6 @@ fn tree() -> (tempfile::TempDir, Fs) {
     (d, fs)
 }
 
-fn names(fs: &Fs, ino: u64) -> Vec<String> {
-    let mut v: Vec<String> = fs
-        .readdir(ino)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name.to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn names_sizes_and_kinds() {
     let (_d, fs) = tree();

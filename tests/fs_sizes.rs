@@ -51,31 +51,12 @@ fn logged(p: &Path) -> Vec<String> {
 /// manifest says of it: (declared size, SHA-256 of the writer's content).
 fn writer_frame(release: &str, name: &str) -> (std::path::PathBuf, u64, String) {
     let dir = fixture("writers/sizes").join(release);
-    let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let f = v["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == name)
-        .unwrap()
-        .clone();
+    let f = manifest_entry(&dir.join("manifest.json"), "files", name);
     (
         dir.join(name),
         f["nbytes"].as_u64().unwrap(),
         f["sha256"].as_str().unwrap().to_string(),
     )
-}
-
-fn names(fs: &Fs) -> Vec<String> {
-    let mut v: Vec<String> = fs
-        .readdir(ROOT_INO)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name.to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Frames whose header parses but which fail to open (one cut short in its
@@ -97,7 +78,7 @@ fn a_frame_that_fails_to_open_keeps_its_listing_and_its_opens_fail() {
     copy(&lost_s, &s.join("lost-s.b2frame"));
     let fs = Fs::new(s, &FsOptions::default()).unwrap();
     let listed = [".", "..", "cut", "lost-c", "lost-s"];
-    assert_eq!(names(&fs), listed);
+    assert_eq!(names(&fs, ROOT_INO), listed);
     for (name, len) in [
         ("cut", want.len() as u64),
         ("lost-c", lost_c_len),
@@ -115,7 +96,7 @@ fn a_frame_that_fails_to_open_keeps_its_listing_and_its_opens_fail() {
             "{name}: looked up again"
         );
     }
-    assert_eq!(names(&fs), listed, "the listing is as it was");
+    assert_eq!(names(&fs, ROOT_INO), listed, "the listing is as it was");
     for src in ["cut.b2frame", "lost-c.b2frame", "lost-s.b2frame"] {
         let lines = logged(&s.join(src));
         assert_eq!(lines.len(), 1, "{src}: {lines:?}");

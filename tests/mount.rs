@@ -8,62 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloscfs");
-
-fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists()
-        && Command::new("fusermount3")
-            .arg("-V")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("FUSE is not available (/dev/fuse or fusermount3 missing) and CI is set: mount tests must run");
-        }
-        eprintln!("SKIPPING mount tests: /dev/fuse or fusermount3 missing (set CI=1 to make this a failure)");
-    }
-    ok
-}
-
-fn is_mounted(mp: &Path) -> bool {
-    let want = mp.to_string_lossy().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
-}
-
-/// `fusermount3 -u`, retried for up to 5 s: it can fail with "Device or
-/// resource busy" for a moment after the last read (seen once in a loaded CI
-/// run, where the test then waited forever for a daemon still mounted).
-fn fusermount_u(mp: &Path) -> Result<(), String> {
-    let mut why = String::new();
-    for _ in 0..50 {
-        match Command::new("fusermount3").arg("-u").arg(mp).output() {
-            Ok(o) if o.status.success() => return Ok(()),
-            Ok(o) => why = String::from_utf8_lossy(&o.stderr).into_owned(),
-            Err(e) => why = e.to_string(),
-        }
-        if !is_mounted(mp) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(why)
-}
-
-fn wait_for(cond: impl Fn() -> bool, what: &str) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(
-            t.elapsed() < Duration::from_secs(15),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A xorshift generator: tests need repeatable, not good, randomness.
 fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
     move || {
@@ -102,7 +46,7 @@ impl Mount {
         (m, log)
     }
     fn spawn(mut self, extra: &[&str], stderr: Stdio) -> Mount {
-        let child = Command::new(BIN)
+        let child = Command::new(bin())
             .arg("-f")
             .args(extra)
             .arg(self.src())
@@ -123,18 +67,12 @@ impl Mount {
     }
     fn prepare() -> Mount {
         let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("src");
-        std::fs::create_dir_all(&src).unwrap();
+        let src = source_with_fixtures(dir.path());
         std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
-        copy(
-            &fixture("frame/blocks-lz4.b2frame"),
-            &src.join("series.b2frame"),
-        );
         copy(
             &fixture("frame/blocks-delta.b2frame"),
             &src.join("delta.b2"),
         );
-        copy(&fixture("b2nd/array1-2d.b2nd"), &src.join("grid.b2nd"));
         copy(
             &fixture("bloscpack/ndarray-1.blp"),
             &src.join("fortran.blp"),
@@ -144,7 +82,6 @@ impl Mount {
             &src.join("zeros.b2frame"),
         );
         copy(&fixture("b2nd"), &src.join("arrays"));
-        std::fs::write(src.join("notes.txt"), b"plain text\n").unwrap();
         Mount { dir, child: None }
     }
     /// Unmount as a user would, and wait (bounded) for the daemon to exit:
@@ -152,7 +89,7 @@ impl Mount {
     /// hanging.
     fn unmount(&mut self) {
         let mp = self.mp();
-        if let Err(why) = fusermount_u(&mp) {
+        if let Err(why) = try_unmount(&mp) {
             eprintln!(
                 "fusermount3 -u {} kept failing ({why}): unmounting lazily",
                 mp.display()
@@ -315,33 +252,6 @@ fn unmodified_tools_read_exact_bytes() {
     assert!(!is_mounted(&mp));
 }
 
-/// A python with numpy and blosc2: $BLOSCFS_PYTHON, the project's .venv, or
-/// python3 if it has both. In CI a missing one is a failure.
-fn python() -> Option<PathBuf> {
-    let mut cands: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("BLOSCFS_PYTHON") {
-        cands.push(p.into());
-    }
-    cands.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    cands.push("python3".into());
-    let found = cands.into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import numpy, blosc2"])
-            .stderr(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs a python with numpy and blosc2 (scripts/setup.sh, or set BLOSCFS_PYTHON)"
-        );
-        eprintln!("SKIPPING numpy checks: no python with numpy and blosc2 (set BLOSCFS_PYTHON)");
-    }
-    found
-}
-
 #[test]
 fn numpy_opens_the_arrays() {
     if !fuse_available() {
@@ -456,7 +366,7 @@ fn daemon_with_auto_unmount_returns_once_mounted() {
     }
     let m = Mount::prepare();
     let t = Instant::now();
-    let st = Command::new(BIN)
+    let st = Command::new(bin())
         .args(["-o", "auto_unmount"])
         .arg(m.src())
         .arg(m.mp())
@@ -473,7 +383,7 @@ fn daemon_with_auto_unmount_returns_once_mounted() {
         std::fs::read(m.mp().join("notes.txt")).unwrap(),
         b"plain text\n"
     );
-    fusermount_u(&m.mp()).unwrap();
+    try_unmount(&m.mp()).unwrap();
     let mp = m.mp();
     wait_for(|| !is_mounted(&mp), "the unmount");
 }
@@ -484,11 +394,19 @@ fn daemon_mode_sigterm_and_double_mount() {
         return;
     }
     let m = Mount::prepare();
-    let st = Command::new(BIN).arg(m.src()).arg(m.mp()).status().unwrap();
+    let st = Command::new(bin())
+        .arg(m.src())
+        .arg(m.mp())
+        .status()
+        .unwrap();
     assert!(st.success());
     assert!(is_mounted(&m.mp()), "mounted when the command returns");
     // A second mount on the same mountpoint: a clear error.
-    let o = Command::new(BIN).arg(m.src()).arg(m.mp()).output().unwrap();
+    let o = Command::new(bin())
+        .arg(m.src())
+        .arg(m.mp())
+        .output()
+        .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("already a mount point"));
     // SIGTERM to the daemon unmounts cleanly.
@@ -545,7 +463,7 @@ fn assert_daemon_is_under_test(mp: &Path) {
     let pid = daemon_pid(mp);
     assert_eq!(
         std::fs::read_link(format!("/proc/{pid}/exe")).unwrap(),
-        std::fs::canonicalize(BIN).unwrap(),
+        std::fs::canonicalize(bin()).unwrap(),
         "the daemon is the binary under test, not some installed bloscfs"
     );
 }
@@ -560,7 +478,7 @@ fn mount_fuse3_helper_passes_fstab_options() {
     // PATH: a directory holding a link to the binary under test goes first.
     let bin_dir = m.dir.path().join("bin");
     std::fs::create_dir(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(BIN, bin_dir.join("bloscfs")).unwrap();
+    std::os::unix::fs::symlink(bin(), bin_dir.join("bloscfs")).unwrap();
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -619,7 +537,7 @@ fn mount_t_fuse_bloscfs() {
         return;
     }
     let _ = std::fs::remove_file(link);
-    if let Err(e) = std::os::unix::fs::symlink(BIN, link) {
+    if let Err(e) = std::os::unix::fs::symlink(bin(), link) {
         assert!(
             std::env::var_os("CI").is_none(),
             "cannot link {}: {e}",
@@ -670,7 +588,7 @@ fn mount_t_fuse_bloscfs() {
 #[test]
 fn unknown_option_is_a_clear_error() {
     let m = Mount::prepare();
-    let o = Command::new(BIN)
+    let o = Command::new(bin())
         .args(["-o", "bogus=1"])
         .arg(m.src())
         .arg(m.mp())
@@ -1086,7 +1004,8 @@ fn a_sparse_frame_of_more_chunk_files_than_descriptors_reads_whole() {
         Command::new("sh")
             .arg("-c")
             .arg(format!(
-                "ulimit -n 600 && exec {BIN} -f -o cache_size=1M {} {}",
+                "ulimit -n 600 && exec {} -f -o cache_size=1M {} {}",
+                bin().display(),
                 m.src().display(),
                 m.mp().display()
             ))

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bloscfs");
 const NOBODY: u32 = 65534;
 /// A sparse frame python-blosc2 wrote (four chunk files).
 const FRAME: &str = "frame/zstd-bytedelta-ts4-s.b2frame";
@@ -36,14 +35,6 @@ fn can_run() -> bool {
         eprintln!("SKIPPING: {why}");
     }
     tools && root
-}
-
-fn is_mounted(mp: &Path) -> bool {
-    let want = mp.to_string_lossy().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|l| l.split(' ').nth(4) == Some(want.as_str()))
 }
 
 /// A source tree and mountpoint in a directory everyone may traverse, and
@@ -77,7 +68,7 @@ impl Mount {
     }
     fn mount(&mut self) {
         let log = std::fs::File::create(self.dir.path().join("log")).unwrap();
-        let child = Command::new(BIN)
+        let child = Command::new(bin())
             .args(["-f", "-o", "allow_other"])
             .arg(self.src())
             .arg(self.mp())
@@ -85,11 +76,7 @@ impl Mount {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        let t = Instant::now();
-        while !is_mounted(&self.mp()) {
-            assert!(t.elapsed() < Duration::from_secs(15), "no mount");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for(|| is_mounted(&self.mp()), "the mount");
     }
 }
 

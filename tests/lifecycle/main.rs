@@ -21,12 +21,9 @@ use support::*;
 /// at start with a message that says why; nothing is mounted.
 #[test]
 fn mount_point_inside_its_source_is_refused() {
-    if !fuse_available() {
+    let Some((d, mut keep)) = start() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    // After `d`: dropped first, so no mount is left when `d` is removed.
-    let mut keep = Cleanup::default();
+    };
     let src = source_with_fixtures(d.path());
     let inner = src.join("mnt");
     std::fs::create_dir_all(&inner).unwrap();
@@ -65,12 +62,9 @@ fn mount_point_inside_its_source_is_refused() {
 /// source is skipped, and a lookup of it fails), and `find` ends.
 #[test]
 fn fuse_mounts_inside_the_source_are_skipped() {
-    if !fuse_available() {
+    let Some((d, mut keep)) = start() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    // After `d`: dropped first, so no mount is left when `d` is removed.
-    let mut keep = Cleanup::default();
+    };
     let s1 = source_with_fixtures(&d.path().join("one"));
     let s2 = source_with_fixtures(&d.path().join("two"));
     let (m1, m2) = (s2.join("m1"), s1.join("m2"));
@@ -117,15 +111,9 @@ fn fuse_mounts_inside_the_source_are_skipped() {
 /// (the old daemon, on its way out, must not unmount it).
 #[test]
 fn a_remount_right_after_an_unmount_stays() {
-    if !fuse_available() {
+    let Some((_d, mut keep, src, mp)) = start_with_source() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    // After `d`: dropped first, so no mount is left when `d` is removed.
-    let mut keep = Cleanup::default();
-    let src = source_with_fixtures(d.path());
-    let mp = d.path().join("mnt");
-    std::fs::create_dir_all(&mp).unwrap();
+    };
     let want = reference_bytes("frame/blocks-lz4.b2frame");
     for round in 0..10 {
         let (ok, err) = mount_daemon(&src, &mp, &[], &mut keep);
@@ -161,14 +149,9 @@ fn a_remount_right_after_an_unmount_stays() {
 /// daemon closes its descriptors within seconds (its disk space is freed).
 #[test]
 fn deleted_sources_are_closed_within_seconds() {
-    if !fuse_available() {
+    let Some((_d, mut keep, src, mp)) = start_with_source() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut keep = Cleanup::default();
-    let src = source_with_fixtures(d.path());
-    let mp = d.path().join("mnt");
-    std::fs::create_dir_all(&mp).unwrap();
+    };
     let pid = mount_foreground(&src, &mp, &[], &mut keep);
     let want = reference_bytes("frame/blocks-lz4.b2frame");
     assert_eq!(std::fs::read(mp.join("series")).unwrap(), want);
@@ -225,11 +208,9 @@ fn release_deleted_closes_only_deleted_idle_containers() {
 /// EMFILE (never ENOENT), and once they are closed everything reads again.
 #[test]
 fn descriptor_exhaustion_fails_only_that_open_and_recovers() {
-    if !fuse_available() {
+    let Some((d, mut keep)) = start() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut keep = Cleanup::default();
+    };
     let src = d.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
     let n = 500;
@@ -295,14 +276,9 @@ fn descriptor_exhaustion_fails_only_that_open_and_recovers() {
 /// a directory.
 #[test]
 fn unusable_log_files_are_refused_at_start() {
-    if !fuse_available() {
+    let Some((d, mut keep, src, mp)) = start_with_source() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut keep = Cleanup::default();
-    let src = source_with_fixtures(d.path());
-    let mp = d.path().join("mnt");
-    std::fs::create_dir_all(&mp).unwrap();
+    };
     let fifo = d.path().join("fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
@@ -329,11 +305,9 @@ fn unusable_log_files_are_refused_at_start() {
 /// Two daemons logging every request into one file: every line is whole.
 #[test]
 fn log_lines_of_daemons_sharing_a_file_are_whole() {
-    if !fuse_available() {
+    let Some((d, mut keep)) = start() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut keep = Cleanup::default();
+    };
     let src = source_with_fixtures(d.path());
     let log = d.path().join("shared.log");
     let opt = format!("logfile={}", log.display());
@@ -376,14 +350,9 @@ fn log_lines_of_daemons_sharing_a_file_are_whole() {
 /// A cache larger than physical memory mounts, with a warning.
 #[test]
 fn a_cache_larger_than_memory_mounts_with_a_warning() {
-    if !fuse_available() {
+    let Some((d, mut keep, src, mp)) = start_with_source() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let mut keep = Cleanup::default();
-    let src = source_with_fixtures(d.path());
-    let mp = d.path().join("mnt");
-    std::fs::create_dir_all(&mp).unwrap();
+    };
     let log = d.path().join("log");
     let opt = format!("cache_size=1000T,logfile={}", log.display());
     let (ok, err) = mount_daemon(&src, &mp, &["-o", &opt], &mut keep);

@@ -6,55 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The binary under test (`BLOSCFS_TEST_BIN` runs these tests against
-/// another build, e.g. an older one, to see them fail).
-pub fn bin() -> PathBuf {
-    std::env::var_os("BLOSCFS_TEST_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bloscfs")))
-}
-
-pub fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists()
-        && Command::new("fusermount3")
-            .arg("-V")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("FUSE is not available (/dev/fuse or fusermount3 missing) and CI is set: mount tests must run");
-        }
-        eprintln!("SKIPPING mount tests: /dev/fuse or fusermount3 missing (set CI=1 to make this a failure)");
-    }
-    ok
-}
-
-/// The device (maj:min) of the topmost mount at `mp`, if any.
-pub fn mount_dev(mp: &Path) -> Option<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    bloscfs::mounts::parse_mountinfo(&info)
-        .into_iter()
-        .rev()
-        .find(|(p, _, _)| p == mp)
-        .map(|(_, _, dev)| dev)
-}
-
-pub fn is_mounted(mp: &Path) -> bool {
-    mount_dev(mp).is_some()
-}
-
-pub fn wait_for(cond: impl Fn() -> bool, what: &str) {
-    let t = Instant::now();
-    while !cond() {
-        assert!(
-            t.elapsed() < Duration::from_secs(15),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Run `cmd` for at most `secs`, its output discarded; left running past
 /// that (a command stuck on a hung mount cannot be waited for).
 pub fn run_quiet(mut cmd: Command, secs: u64) {
@@ -213,33 +164,30 @@ pub fn mount_foreground(src: &Path, mp: &Path, extra: &[&str], keep: &mut Cleanu
 
 pub fn fusermount_u(mp: &Path) {
     // (Not bounded: only called on mounts a test found working.)
-    for _ in 0..50 {
-        if Command::new("fusermount3")
-            .arg("-u")
-            .arg(mp)
-            .stderr(Stdio::null())
-            .status()
-            .unwrap()
-            .success()
-            || !is_mounted(mp)
-        {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    if try_unmount(mp).is_err() {
+        panic!("fusermount3 -u {} kept failing", mp.display());
     }
-    panic!("fusermount3 -u {} kept failing", mp.display());
 }
 
-pub fn source_with_fixtures(dir: &Path) -> PathBuf {
-    let src = dir.join("src");
-    std::fs::create_dir_all(&src).unwrap();
-    copy(
-        &fixture("frame/blocks-lz4.b2frame"),
-        &src.join("series.b2frame"),
-    );
-    copy(&fixture("b2nd/array1-2d.b2nd"), &src.join("grid.b2nd"));
-    std::fs::write(src.join("notes.txt"), b"plain text\n").unwrap();
-    src
+/// The start of a mount test: `None` (the test is skipped) without FUSE,
+/// else a temporary directory and the `Cleanup` of what the test mounts.
+/// Bound in this order (`let Some((d, mut keep)) = start()`), `keep` is
+/// dropped first: no mount is left when `d` is removed.
+pub fn start() -> Option<(tempfile::TempDir, Cleanup)> {
+    if !fuse_available() {
+        return None;
+    }
+    Some((tempfile::tempdir().unwrap(), Cleanup::default()))
+}
+
+/// `start`, with a source of fixtures (`source_with_fixtures`) and an empty
+/// mount point `mnt` in the directory: `(d, keep, src, mp)`.
+pub fn start_with_source() -> Option<(tempfile::TempDir, Cleanup, PathBuf, PathBuf)> {
+    let (d, keep) = start()?;
+    let src = source_with_fixtures(d.path());
+    let mp = d.path().join("mnt");
+    std::fs::create_dir_all(&mp).unwrap();
+    Some((d, keep, src, mp))
 }
 
 /// Paths the descriptors of process `pid` are open on.
