@@ -40,5 +40,9 @@ fuzz_target!(|data: &[u8]| {
         None
     };
     let mut dst = vec![0u8; out_len];
-    let _ = bloscfs::codec::decompress(codec, rest, &mut dst, dict);
+    let params = bloscfs::codec::Params {
+        dict,
+        ..Default::default()
+    };
+    let _ = bloscfs::codec::decompress(codec, rest, &mut dst, &params);
 });
