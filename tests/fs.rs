@@ -830,3 +830,65 @@ fn names_in_a_renamed_directory_are_not_looked_up_in_its_successor() {
     assert_eq!(read(a2.ino), b"second");
     assert_eq!(read(b.ino), b"first");
 }
+
+/// A link to a container, relative inside the source, is rewritten to the
+/// name the container is presented under, so it does not dangle in the
+/// mount; links to anything else, and absolute ones, are left as they are.
+#[test]
+fn a_link_to_a_container_points_at_its_presented_name() {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path();
+    copy(
+        &fixture("frame/blocks-lz4.b2frame"),
+        &s.join("data.b2frame"),
+    );
+    std::fs::write(s.join("notes.txt"), b"plain").unwrap();
+    std::fs::create_dir(s.join("sub")).unwrap();
+    let ln = |t: &str, l: &str| std::os::unix::fs::symlink(t, s.join(l)).unwrap();
+    ln("data.b2frame", "cur");
+    ln("../data.b2frame", "sub/up");
+    ln("notes.txt", "plain");
+    ln("/etc/data.b2frame", "abs");
+    ln("missing.b2frame", "gone");
+    // A container keeping its own name (collision), and a link to a link.
+    copy(&fixture("frame/special-nan.b2frame"), &s.join("kept.b2"));
+    std::fs::write(s.join("kept"), b"plain").unwrap();
+    ln("kept.b2", "k");
+    ln("cur", "again");
+    // Leaving the source: not looked at.
+    ln("../data.b2frame", "out");
+    let fs = Fs::new(s, &FsOptions::default()).unwrap();
+    let sub = fs.lookup(ROOT_INO, OsStr::new("sub")).unwrap().ino;
+    let target = |dir: u64, name: &str| {
+        let a = fs.lookup(dir, OsStr::new(name)).unwrap();
+        assert_eq!(a.kind, Kind::Symlink, "{name}");
+        let t = fs.readlink(a.ino).unwrap();
+        assert_eq!(
+            a.size,
+            t.len() as u64,
+            "{name}: size is the target's length"
+        );
+        String::from_utf8(t).unwrap()
+    };
+    assert_eq!(target(ROOT_INO, "cur"), "data");
+    assert_eq!(target(sub, "up"), "../data");
+    assert_eq!(target(ROOT_INO, "plain"), "notes.txt");
+    assert_eq!(target(ROOT_INO, "abs"), "/etc/data.b2frame");
+    assert_eq!(target(ROOT_INO, "gone"), "missing.b2frame");
+    assert_eq!(target(ROOT_INO, "out"), "../data.b2frame");
+    assert_eq!(target(ROOT_INO, "k"), "kept.b2");
+    assert_eq!(target(ROOT_INO, "again"), "cur");
+    // The same from the directories' listings, once made.
+    fs.readdir(ROOT_INO).unwrap();
+    fs.readdir(sub).unwrap();
+    assert_eq!(target(ROOT_INO, "cur"), "data");
+    assert_eq!(target(sub, "up"), "../data");
+    assert_eq!(target(ROOT_INO, "k"), "kept.b2");
+    // The rewritten names are found, as the container, where they point.
+    let data = fs.lookup(ROOT_INO, OsStr::new("data")).unwrap();
+    assert_eq!(data.kind, Kind::File);
+    assert_ne!(
+        data.size,
+        std::fs::metadata(s.join("data.b2frame")).unwrap().len()
+    );
+}

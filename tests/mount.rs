@@ -319,6 +319,7 @@ fn holes_symlinks_sparse_frames_and_erofs() {
         .find(|p| p.is_dir())
         .expect("a sparse frame fixture");
     copy(&sparse, &m.src().join("many.b2frame"));
+    std::os::unix::fs::symlink("many.b2frame", m.src().join("tomany")).unwrap();
     std::fs::create_dir(m.src().join("dir")).unwrap();
     std::fs::write(m.src().join("dir/inner.txt"), b"in").unwrap();
     let m = m.mount_foreground(&[]);
@@ -329,6 +330,12 @@ fn holes_symlinks_sparse_frames_and_erofs() {
         Path::new("notes.txt")
     );
     assert_eq!(std::fs::read(mp.join("link")).unwrap(), b"plain text\n");
+    // A link to a container points at its presented name, and resolves.
+    assert_eq!(
+        std::fs::read_link(mp.join("tomany")).unwrap(),
+        Path::new("many")
+    );
+    assert!(std::fs::metadata(mp.join("tomany")).unwrap().is_file());
     assert_eq!(std::fs::read(mp.join("dir/inner.txt")).unwrap(), b"in");
     // A sparse frame directory is one regular file with the library's bytes.
     let md = std::fs::metadata(mp.join("many")).unwrap();
