@@ -1,0 +1,425 @@
+//! The tree: probing sources, listings, lookups, attributes and inode lifetimes.
+
+use super::*;
+
+impl Fs {
+    /// Is this source a container? Cheap (the first bytes), cached per
+    /// (inode, size, mtime, ctime). A source that then fails to open stays
+    /// listed as its probe says (its opens fail): its name and size never
+    /// change while the file does not. Out of file descriptors (after
+    /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
+    /// is cached: the file is not taken for a plain one for good.
+    pub(super) fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
+        let Some(stamp) = Self::stamp_of(path, md) else {
+            return Ok(None);
+        };
+        let key = self.ino_for(md);
+        if let Some((s, p)) = self.probes.lock().get(&key) {
+            if *s == stamp {
+                return Ok(p.clone());
+            }
+        }
+        let probed = self.with_fds(|| match detect::probe_path(path) {
+            Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+            r => Ok(r),
+        })?;
+        let p = match probed {
+            Ok(p) => p,
+            // A file refused by the rules for links (`srcdir`), or a
+            // failing disk: worth a line.
+            Err(e) if e.kind == crate::ErrorKind::Io && e.errno == Some(libc::EIO) => {
+                self.warn_once(
+                    &format!("probe:{}:{stamp:?}", path.display()),
+                    &format!("{e} (not presented as a container)"),
+                );
+                None
+            }
+            Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
+                log::debug!("{}: cannot probe: {e}", path.display());
+                None
+            }
+            Err(e) => {
+                self.warn_once(
+                    &format!("probe:{}:{stamp:?}", path.display()),
+                    &format!("{e} (looks like a Blosc container but is not readable as one: passed through as raw bytes)"),
+                );
+                None
+            }
+        };
+        insert_capped(&mut self.probes.lock(), key, (stamp, p.clone()));
+        Ok(p)
+    }
+
+    /// Run `f`; if it ran out of file descriptors, release those of idle
+    /// containers and run it once more.
+    pub(super) fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
+        match f() {
+            Err(e) if exhausted(e) => {
+                let n = self.containers.lock().drop_idle(|_| true);
+                self.warn_once(
+                    "fds-exhausted",
+                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
+                );
+                f()
+            }
+            r => r,
+        }
+    }
+
+    /// The presented listing of directory `ino` (cached until the source
+    /// directory changes).
+    pub(super) fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
+        let path = self.path_of(ino)?;
+        let (stamp, cached) = self.cached_listing(ino, &path)?;
+        if let Some(l) = cached {
+            return Ok(l);
+        }
+        let mounts = self.fuse_mounts.inside();
+        let found = self.with_fds(|| {
+            let mut found = Vec::new();
+            for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
+                let ent = ent.map_err(|e| errno_of(&e))?;
+                let p = ent.path();
+                // A FUSE mount point is not stat'ed, let alone listed.
+                if !mounts.iter().any(|m| p.starts_with(m)) {
+                    found.push((ent.file_name(), p));
+                }
+            }
+            Ok(found)
+        })?;
+        // Probing reads the first bytes of every file: on a cold cache that is
+        // I/O-bound, so spread it over a few threads.
+        let workers = found.len().div_ceil(256).clamp(1, 8);
+        let per = found.len().div_ceil(workers).max(1);
+        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
+            let hs: Vec<_> = found
+                .chunks(per)
+                .map(|part| {
+                    sc.spawn(move || {
+                        let mut out = Vec::with_capacity(part.len());
+                        for (name, p) in part {
+                            let Ok(md) = std::fs::symlink_metadata(p) else {
+                                continue;
+                            };
+                            if !presented(&md) {
+                                continue;
+                            }
+                            let what = self.classify(p, &md)?;
+                            out.push((name.clone(), (what, md)));
+                        }
+                        Ok(out)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
+                .collect()
+        });
+        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
+        raw.sort_by(|a, b| a.0.cmp(&b.0));
+        let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
+            .into_iter()
+            .map(|(p, n, (w, md))| (p, n, w, md))
+            .collect();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.0.clone(), i))
+            .collect();
+        let l = Arc::new(DirListing {
+            stamp,
+            built: Instant::now(),
+            entries,
+            by_name,
+        });
+        self.dirs.lock().insert(ino, l.clone());
+        Ok(l)
+    }
+
+    pub(super) fn attr_of(&self, ino: u64, what: &What, md: &Metadata, path: &Path) -> Attr {
+        let (kind, size, blocks, perm) = match what {
+            What::Dir => (Kind::Dir, md.len(), md.blocks(), (md.mode() & 0o555) as u16),
+            // The length of the target `readlink` gives.
+            What::Symlink => {
+                let len = std::fs::read_link(path)
+                    .ok()
+                    .and_then(|t| self.presented_target(path, t.as_os_str().as_bytes()))
+                    .map_or(md.len(), |t| t.len() as u64);
+                (Kind::Symlink, len, md.blocks(), 0o777)
+            }
+            What::Plain => (
+                Kind::File,
+                md.len(),
+                md.blocks(),
+                (md.mode() & 0o555) as u16,
+            ),
+            What::Container(p) if md.is_dir() => {
+                // No wider than the directory and every file it exposes
+                // (the directory at `path` checked to be the one `md`
+                // describes: nothing readable if it is not).
+                let (perm, blocks) = match SourceDir::open(path, false) {
+                    Ok(d) if d.is(md) => d.frame_access(),
+                    _ => (0, 0),
+                };
+                (Kind::File, p.len, blocks, perm)
+            }
+            What::Container(p) => (Kind::File, p.len, md.blocks(), (md.mode() & 0o555) as u16),
+        };
+        let t = |s: i64, ns: i64| {
+            if s >= 0 {
+                UNIX_EPOCH + Duration::new(s as u64, ns as u32)
+            } else {
+                UNIX_EPOCH
+            }
+        };
+        Attr {
+            ino,
+            kind,
+            size,
+            blocks,
+            atime: t(md.atime(), md.atime_nsec()),
+            mtime: t(md.mtime(), md.mtime_nsec()),
+            ctime: t(md.ctime(), md.ctime_nsec()),
+            perm,
+            nlink: if kind == Kind::Dir {
+                md.nlink() as u32
+            } else {
+                1
+            },
+            uid: md.uid(),
+            gid: md.gid(),
+            blksize: 128 * 1024,
+        }
+    }
+
+    /// The listing of directory `ino` at `path` if one is cached and still
+    /// valid, with the directory's current stamp.
+    pub(super) fn cached_listing(
+        &self,
+        ino: u64,
+        path: &Path,
+    ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
+        // A directory renamed or replaced since the kernel looked it up
+        // under this path: its names must not be looked up in whatever
+        // directory holds the path now.
+        let dmd = self.source_md(ino, path)?;
+        let stamp = Stamp::of(&dmd);
+        let l = self.dirs.lock().get(&ino).cloned();
+        Ok((
+            stamp,
+            l.filter(|l| l.stamp == stamp && l.built.elapsed() < LISTING_TTL),
+        ))
+    }
+
+    /// The source path presented as `name` in directory `parent`, and
+    /// whether the listing it came from saw a container there (`None`: not
+    /// from a listing). Without a valid listing at hand only the few source
+    /// names that could be presented as `name` are looked at
+    /// ([`names::resolve`]): the first lookup in a large directory does not
+    /// wait for every file in it to be probed.
+    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(PathBuf, Option<bool>), i32> {
+        // Not entries of any listing, and not to be joined to a path.
+        if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
+            return Err(libc::ENOENT);
+        }
+        let dir = self.path_of(parent)?;
+        let listed = |l: &DirListing| {
+            let (_, src, what, _) = &l.entries[*l.by_name.get(name).ok_or(libc::ENOENT)?];
+            Ok((dir.join(src), Some(what.is_container())))
+        };
+        if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
+            return listed(&l);
+        }
+        // A probe that ran out of descriptors: the lookup fails with that.
+        let failed = std::cell::Cell::new(None);
+        let look = |src: &OsStr| {
+            let p = dir.join(src);
+            if self.fuse_mounts.blocks(&p) {
+                return None;
+            }
+            let md = std::fs::symlink_metadata(&p).ok()?;
+            if !presented(&md) {
+                return None;
+            }
+            match self.classify(&p, &md) {
+                Ok(w) => Some(naming(&w)),
+                Err(e) => {
+                    failed.set(Some(e));
+                    None
+                }
+            }
+        };
+        let found = names::resolve(name, look);
+        if let Some(e) = failed.get() {
+            return Err(e);
+        }
+        match found {
+            Ok(found) => Ok((dir.join(found.ok_or(libc::ENOENT)?), None)),
+            Err(()) => listed(&*self.listing(parent)?),
+        }
+    }
+
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
+        for attempt in 0..2 {
+            let (path, listed) = self.source_of(parent, name)?;
+            if self.fuse_mounts.blocks(&path) {
+                return Err(libc::ENOENT);
+            }
+            // Attributes are always fresh; the listing only maps the name.
+            let md = match std::fs::symlink_metadata(&path) {
+                Ok(md) => md,
+                Err(_) if attempt == 0 => {
+                    self.dirs.lock().remove(&parent);
+                    continue;
+                }
+                Err(e) => return Err(errno_of(&e)),
+            };
+            let what = self.classify(&path, &md)?;
+            if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
+                // Became (or stopped being) a container in place: names change.
+                self.dirs.lock().remove(&parent);
+                continue;
+            }
+            let ino = self.ino_for(&md);
+            let mut nodes = self.nodes.write();
+            let n = nodes.entry(ino).or_insert_with(|| Node {
+                path: path.clone(),
+                parent,
+                lookups: 0,
+            });
+            n.path = path.clone();
+            n.parent = parent;
+            n.lookups += 1;
+            drop(nodes);
+            return Ok(self.attr_of(ino, &what, &md, &path));
+        }
+        Err(libc::ENOENT)
+    }
+
+    /// What a source entry is presented as.
+    /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
+    pub(super) fn classify(&self, path: &Path, md: &Metadata) -> Result<What, i32> {
+        Ok(if md.file_type().is_symlink() {
+            What::Symlink
+        } else if md.is_dir() {
+            match self.probe(path, md)? {
+                Some(p) => What::Container(p),
+                None => What::Dir,
+            }
+        } else {
+            match self.probe(path, md)? {
+                Some(p) => What::Container(p),
+                None => What::Plain,
+            }
+        })
+    }
+
+    /// What `ino` is now (re-read from the source; `ESTALE` as
+    /// [`Fs::source_md`]).
+    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
+        let path = self.path_of(ino)?;
+        let md = self.source_md(ino, &path)?;
+        let what = if ino == ROOT_INO {
+            What::Dir
+        } else {
+            self.classify(&path, &md)?
+        };
+        Ok((path, what, md))
+    }
+
+    /// The metadata of `path`, the source of `ino`, if it is still the file
+    /// `ino` was looked up as: `ESTALE` when it is gone or another file
+    /// (deleted and recreated, or replaced by rename). The kernel then looks
+    /// the name up again instead of being served the other file, and finds
+    /// a hard-linked file under its name that is left.
+    /// A path at or below a FUSE mount inside the source is not looked at
+    /// (`ESTALE`: the kernel looks the name up again, and does not find it).
+    fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
+        if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
+            return Err(libc::ESTALE);
+        }
+        let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
+            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
+            n => n,
+        })?;
+        if ino != ROOT_INO && self.ino_for(&md) != ino {
+            return Err(libc::ESTALE);
+        }
+        Ok(md)
+    }
+
+    pub fn getattr(&self, ino: u64) -> Result<Attr, i32> {
+        let (path, what, md) = self.what_of(ino)?;
+        Ok(self.attr_of(ino, &what, &md, &path))
+    }
+
+    /// `getattr` asked through an open handle (`fstat`): once the source
+    /// path is gone or names another file, the attributes the file had
+    /// when this handle opened it (the handle still reads that version or
+    /// fails), not an error.
+    pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
+        match self.getattr(ino) {
+            Err(e) if e == libc::ESTALE || e == libc::ENOENT => fh
+                .and_then(|fh| self.handles.read().get(&fh).map(|(_, a)| a.clone()))
+                .ok_or(e),
+            r => r,
+        }
+    }
+
+    /// Entries of directory `ino` (with `.` and `..`).
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
+        let l = self.listing(ino)?;
+        let parent = self
+            .nodes
+            .read()
+            .get(&ino)
+            .map(|n| n.parent)
+            .unwrap_or(ROOT_INO);
+        let mut out = vec![
+            DirEntry {
+                ino,
+                kind: Kind::Dir,
+                name: ".".into(),
+            },
+            DirEntry {
+                ino: parent,
+                kind: Kind::Dir,
+                name: "..".into(),
+            },
+        ];
+        for (presented, _, what, md) in &l.entries {
+            let cino = self.ino_for(md);
+            out.push(DirEntry {
+                ino: cino,
+                kind: match what {
+                    What::Dir => Kind::Dir,
+                    What::Symlink => Kind::Symlink,
+                    _ => Kind::File,
+                },
+                name: presented.clone(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
+    pub fn forget(&self, ino: u64, n: u64) {
+        if ino == ROOT_INO {
+            return;
+        }
+        let mut nodes = self.nodes.write();
+        if let Some(node) = nodes.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+            if node.lookups == 0 {
+                nodes.remove(&ino);
+                drop(nodes);
+                self.last_open.lock().remove(&ino);
+            }
+        }
+    }
+
+    /// How many inodes the kernel holds (tests: `forget` empties it).
+    pub fn nodes_held(&self) -> usize {
+        self.nodes.read().len() - 1
+    }
+}

@@ -1,0 +1,105 @@
+//! Extended attributes and file system statistics.
+
+use super::*;
+
+impl Fs {
+    /// Extended attributes of `ino` (name, value).
+    pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, i32> {
+        let mut out = Vec::new();
+        if ino == ROOT_INO {
+            let mut stats = self.env.stats.render(&self.env.cache);
+            stats.push_str(&format!("inodes_held={}\n", self.nodes_held()));
+            out.push(("user.bloscfs.stats".to_string(), stats.into_bytes()));
+            return Ok(out);
+        }
+        let (path, what, md) = self.what_of(ino)?;
+        if let What::Container(_) = what {
+            let Some(c) = self.container(ino, &path, &md)? else {
+                return Ok(out);
+            };
+            let i = c.info();
+            let mut add =
+                |k: &str, v: String| out.push((format!("user.blosc.{k}"), v.into_bytes()));
+            add("format", i.format.clone());
+            add("codec", i.codec.clone());
+            add("filters", i.filters.join(","));
+            add("typesize", i.typesize.to_string());
+            add("chunksize", i.chunksize.to_string());
+            let bs = c
+                .chunks()
+                .iter()
+                .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
+                .and_then(|ci| c.layout(ci).ok())
+                .and_then(|l| l.header.fixed_blocksize())
+                .unwrap_or(0);
+            add("blocksize", bs.to_string());
+            add("nchunks", i.nchunks.to_string());
+            add("nbytes", i.nbytes.to_string());
+            add("cbytes", i.cbytes.to_string());
+            let r = if i.cbytes > 0 {
+                i.nbytes as f64 / i.cbytes as f64
+            } else {
+                0.0
+            };
+            add("cratio", format!("{r:.3}"));
+            if let View::Npy { descr, nd, .. } = c.view() {
+                add("dtype", descr.clone());
+                if let Some(nd) = nd {
+                    add("shape", format!("{:?}", nd.shape));
+                    add("chunkshape", format!("{:?}", nd.chunkshape));
+                    add("blockshape", format!("{:?}", nd.blockshape));
+                }
+            }
+            for (n, v) in i.metalayers.iter().chain(i.vlmetalayers.iter()) {
+                out.push((format!("user.blosc.meta.{n}"), v.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, i32> {
+        // Tools ask for security.* and system.* attributes on every file
+        // (`ls -l`): answer those without opening the container.
+        if !name.as_bytes().starts_with(b"user.blosc") {
+            return Err(libc::ENODATA);
+        }
+        self.xattrs(ino)?
+            .into_iter()
+            .find(|(n, _)| n.as_bytes() == name.as_bytes())
+            .map(|(_, v)| v)
+            .ok_or(libc::ENODATA)
+    }
+
+    /// NUL-separated attribute names.
+    pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>, i32> {
+        let mut v = Vec::new();
+        for (n, _) in self.xattrs(ino)? {
+            v.extend_from_slice(n.as_bytes());
+            v.push(0);
+        }
+        Ok(v)
+    }
+
+    /// (blocks, bfree, bavail, files, ffree, bsize, namelen, frsize) of the source file system.
+    pub fn statfs(&self) -> Result<[u64; 8], i32> {
+        let c =
+            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
+        if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        Ok([
+            s.f_blocks,
+            0,
+            0,
+            s.f_files,
+            0,
+            s.f_bsize,
+            s.f_namemax,
+            s.f_frsize,
+        ])
+    }
+}
