@@ -22,7 +22,7 @@ sparse_frame)
         [ -e "$out" ] && continue
         {
             cat "$d/chunks.b2frame"
-            for f in "$d"/*.chunk; do printf '\n--chunk--\n'; cat "$f"; done
+            for f in "$d"/*.chunk; do [ -e "$f" ] || continue; printf '\n--chunk--\n'; cat "$f"; done
         } >"$out"
     done
     ;;
