@@ -5,8 +5,9 @@ use crate::mount::MountArgs;
 use blosc_decode::srcdir::Caller;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
-    INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
+    INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyXattr,
+    Request,
 };
 use std::cell::RefCell;
 use std::ffi::OsStr;
@@ -118,6 +119,10 @@ pub struct BloscFuse {
     /// (`default_permissions`, which `allow_other` brings: the kernel checks
     /// the attributes it holds, up to [`TTL`] old).
     pub check_access: bool,
+    /// Serve extended attributes. Without, `getxattr` and `listxattr` are
+    /// `ENOSYS` and the kernel asks no more: `ls -l`, which asks for two
+    /// attributes of every entry, then makes no request per entry.
+    pub xattr: bool,
     /// Our mount, once it is up.
     pub ours: Arc<std::sync::OnceLock<Ours>>,
 }
@@ -135,11 +140,7 @@ fn attr(a: &Attr) -> FileAttr {
         mtime: a.mtime,
         ctime: a.ctime,
         crtime: a.ctime,
-        kind: match a.kind {
-            Kind::Dir => FileType::Directory,
-            Kind::File => FileType::RegularFile,
-            Kind::Symlink => FileType::Symlink,
-        },
+        kind: file_type(a.kind),
         perm: a.perm,
         nlink: a.nlink,
         uid: a.uid,
@@ -147,6 +148,14 @@ fn attr(a: &Attr) -> FileAttr {
         rdev: 0,
         blksize: a.blksize,
         flags: 0,
+    }
+}
+
+fn file_type(k: Kind) -> FileType {
+    match k {
+        Kind::Dir => FileType::Directory,
+        Kind::File => FileType::RegularFile,
+        Kind::Symlink => FileType::Symlink,
     }
 }
 
@@ -165,6 +174,9 @@ impl BloscFuse {
 impl Filesystem for BloscFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
+        // `ls -l` gets every entry's attributes with the listing; a plain
+        // `ls` or `find` gets names only (the kernel chooses).
+        let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
         Ok(())
     }
 
@@ -283,31 +295,65 @@ impl Filesystem for BloscFuse {
         reply.ok();
     }
 
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.trace(format_args!("opendir({})", ino.0));
+        match self.fs.opendir(ino.0) {
+            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
     fn readdir(
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
         self.trace(format_args!("readdir({}, {offset})", ino.0));
-        match self.fs.readdir(ino.0) {
-            Ok(entries) => {
-                for (i, e) in entries.iter().enumerate().skip(offset as usize) {
-                    let kind = match e.kind {
-                        Kind::Dir => FileType::Directory,
-                        Kind::File => FileType::RegularFile,
-                        Kind::Symlink => FileType::Symlink,
-                    };
-                    if reply.add(INodeNo(e.ino), (i + 1) as u64, kind, &e.name) {
-                        break;
-                    }
-                }
-                reply.ok()
-            }
+        let r = self.fs.readdir_at(fh.0, offset, false, |e| {
+            reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name)
+        });
+        match r {
+            Ok(()) => reply.ok(),
             Err(e) => reply.error(err(e)),
         }
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        self.trace(format_args!("readdirplus({}, {offset})", ino.0));
+        let r = self.fs.readdir_at(fh.0, offset, true, |e| {
+            let a = e
+                .attr
+                .as_ref()
+                .map(attr)
+                .expect("readdir_at(plus) gives attributes");
+            reply.add(INodeNo(e.ino), e.next, e.name, &TTL, &a, Generation(0))
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(err(e)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.fs.releasedir(fh.0);
+        reply.ok();
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
@@ -327,6 +373,9 @@ impl Filesystem for BloscFuse {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if !self.xattr {
+            return reply.error(Errno::ENOSYS);
+        }
         match self.fs.getxattr(ino.0, name) {
             Ok(v) if size == 0 => reply.size(v.len() as u32),
             Ok(v) if v.len() <= size as usize => reply.data(&v),
@@ -336,6 +385,9 @@ impl Filesystem for BloscFuse {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        if !self.xattr {
+            return reply.error(Errno::ENOSYS);
+        }
         match self.fs.listxattr(ino.0) {
             Ok(v) if size == 0 => reply.size(v.len() as u32),
             Ok(v) if v.len() <= size as usize => reply.data(&v),

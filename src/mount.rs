@@ -41,6 +41,7 @@ Options:
   -o default_permissions let the kernel check permissions
   -o verify_checksums    verify Bloscpack chunk checksums on first read (default)
   -o noverify            do not verify Bloscpack checksums
+  -o noxattr             no extended attributes: `ls -l` then costs no request per entry
   -o logfile=PATH        log to PATH instead of syslog when daemonized
   -o fsname=NAME         source name shown in mount tables (default: SOURCE)
   -o subtype=NAME        file system subtype (default: bloscfs)
@@ -63,6 +64,9 @@ pub struct MountArgs {
     pub decode_ahead: u64,
     pub source_io: blosc_decode::io::Access,
     pub verify: bool,
+    /// Serve extended attributes (`-o noxattr`: none, and the kernel
+    /// stops asking).
+    pub xattr: bool,
     pub allow_other: bool,
     pub allow_root: bool,
     pub default_permissions: bool,
@@ -92,6 +96,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
         decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
         source_io: blosc_decode::io::Access::Auto,
         verify: true,
+        xattr: true,
         allow_other: false,
         allow_root: false,
         default_permissions: false,
@@ -174,6 +179,8 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             "default_permissions" => m.default_permissions = true,
             "verify_checksums" | "verify" => m.verify = true,
             "noverify" | "noverify_checksums" => m.verify = false,
+            "noxattr" => m.xattr = false,
+            "xattr" => m.xattr = true,
             "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
             "fsname" => m.fsname = Some(need(k, v)?.to_string()),
             "subtype" => m.subtype = need(k, v)?.to_string(),
@@ -384,6 +391,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         fs: fs.clone(),
         debug: m.debug,
         check_access: m.default_permissions,
+        xattr: m.xattr,
         ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up

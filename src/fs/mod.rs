@@ -26,12 +26,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod dirs;
 mod links;
 mod open;
 mod read;
 mod tree;
 mod xattr;
 
+use dirs::DirHandle;
+pub use dirs::DirItem;
 use open::Recent;
 
 pub const ROOT_INO: u64 = 1;
@@ -181,6 +184,8 @@ pub struct Fs {
     /// what `fstat` of it says once its source path is gone or names
     /// another file.
     handles: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
+    /// Open directories.
+    dir_handles: Mutex<HashMap<u64, Arc<DirHandle>>>,
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
@@ -283,6 +288,7 @@ impl Fs {
             last_open: Mutex::new(HashMap::new()),
             broken: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
+            dir_handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
         })

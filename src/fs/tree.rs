@@ -288,17 +288,9 @@ impl Fs {
                 continue;
             }
             let ino = self.ino_for(&md);
-            let mut nodes = self.nodes.write();
-            let n = nodes.entry(ino).or_insert_with(|| Node {
-                path: path.clone(),
-                parent,
-                lookups: 0,
-            });
-            n.path = path.clone();
-            n.parent = parent;
-            n.lookups += 1;
-            drop(nodes);
-            return Ok(self.attr_of(ino, &what, &md, &path));
+            let attr = self.attr_of(ino, &what, &md, &path);
+            self.looked_up(ino, path, parent);
+            return Ok(attr);
         }
         Err(libc::ENOENT)
     }
@@ -373,40 +365,17 @@ impl Fs {
         }
     }
 
-    /// Entries of directory `ino` (with `.` and `..`).
-    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
-        let l = self.listing(ino)?;
-        let parent = self
-            .nodes
-            .read()
-            .get(&ino)
-            .map(|n| n.parent)
-            .unwrap_or(ROOT_INO);
-        let mut out = vec![
-            DirEntry {
-                ino,
-                kind: Kind::Dir,
-                name: ".".into(),
-            },
-            DirEntry {
-                ino: parent,
-                kind: Kind::Dir,
-                name: "..".into(),
-            },
-        ];
-        for (presented, _, what, md) in &l.entries {
-            let cino = self.ino_for(md);
-            out.push(DirEntry {
-                ino: cino,
-                kind: match what {
-                    What::Dir => Kind::Dir,
-                    What::Symlink => Kind::Symlink,
-                    _ => Kind::File,
-                },
-                name: presented.clone(),
-            });
-        }
-        Ok(out)
+    /// Count a lookup of `ino`, found at `path` in directory `parent`.
+    pub(super) fn looked_up(&self, ino: u64, path: PathBuf, parent: u64) {
+        let mut nodes = self.nodes.write();
+        let n = nodes.entry(ino).or_insert_with(|| Node {
+            path: PathBuf::new(),
+            parent,
+            lookups: 0,
+        });
+        n.path = path;
+        n.parent = parent;
+        n.lookups += 1;
     }
 
     /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
