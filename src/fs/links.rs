@@ -11,7 +11,7 @@ impl Fs {
         if self.fuse_mounts.blocks(&path) {
             return Err(libc::ESTALE);
         }
-        let target = std::fs::read_link(&path)
+        let target = longpath::read_link(&path)
             .map(|t| t.into_os_string().into_vec())
             .map_err(|e| errno_of(&e))?;
         Ok(self.presented_target(&path, &target).unwrap_or(target))
@@ -47,7 +47,7 @@ impl Fs {
                 // elsewhere, `..` included).
                 std::path::Component::Normal(n) => {
                     dir.push(n);
-                    let md = std::fs::symlink_metadata(&dir).ok()?;
+                    let md = longpath::symlink_metadata(&dir).ok()?;
                     if !md.is_dir() || self.fuse_mounts.blocks(&dir) {
                         return None;
                     }
@@ -67,7 +67,7 @@ impl Fs {
         let dir_ino = if dir == self.root {
             Some(ROOT_INO)
         } else {
-            let ino = self.ino_for(&std::fs::symlink_metadata(dir).ok()?);
+            let ino = self.ino_for(&longpath::symlink_metadata(dir).ok()?);
             let known = self.nodes.read().get(&ino).is_some_and(|n| n.path == dir);
             known.then_some(ino)
         };
@@ -95,7 +95,7 @@ impl Fs {
         if self.fuse_mounts.blocks(p) {
             return None;
         }
-        let md = std::fs::symlink_metadata(p).ok()?;
+        let md = longpath::symlink_metadata(p).ok()?;
         if !presented(&md) {
             return None;
         }

@@ -14,6 +14,7 @@ use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::index::ChunkLoc;
 use blosc_decode::io::{self, Stamp};
+use blosc_decode::longpath;
 use blosc_decode::srcdir::{Caller, SourceDir};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
@@ -341,7 +342,7 @@ impl Fs {
     /// a sparse-frame directory its `chunks.b2frame`'s.
     fn stamp_of(path: &Path, md: &Metadata) -> Option<Stamp> {
         if md.is_dir() {
-            std::fs::metadata(path.join("chunks.b2frame"))
+            longpath::metadata(&path.join("chunks.b2frame"))
                 .ok()
                 .map(|m| Stamp::of(&m))
         } else {

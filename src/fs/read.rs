@@ -77,7 +77,7 @@ impl Fs {
             Handle::Container(c, sp, stamp, ino) => {
                 // A source rewritten or truncated under an open handle: EIO
                 // (reopen to see the new content), never old offsets over new bytes.
-                match std::fs::metadata(sp) {
+                match longpath::metadata(sp) {
                     Ok(m) if Some(Stamp::of(&m)) == *stamp => {}
                     _ => return Err(self.changed_while_open(sp, "")),
                 }

@@ -84,12 +84,12 @@ impl Fs {
         let mounts = self.fuse_mounts.inside();
         let found = self.with_fds(|| {
             let mut found = Vec::new();
-            for ent in std::fs::read_dir(&path).map_err(|e| errno_of(&e))? {
-                let ent = ent.map_err(|e| errno_of(&e))?;
-                let p = ent.path();
+            for name in longpath::read_dir_names(&path).map_err(|e| errno_of(&e))? {
+                let name = name.map_err(|e| errno_of(&e))?;
+                let p = path.join(&name);
                 // A FUSE mount point is not stat'ed, let alone listed.
                 if !mounts.iter().any(|m| p.starts_with(m)) {
-                    found.push((ent.file_name(), p));
+                    found.push((name, p));
                 }
             }
             Ok(found)
@@ -105,7 +105,7 @@ impl Fs {
                     sc.spawn(move || {
                         let mut out = Vec::with_capacity(part.len());
                         for (name, p) in part {
-                            let Ok(md) = std::fs::symlink_metadata(p) else {
+                            let Ok(md) = longpath::symlink_metadata(p) else {
                                 continue;
                             };
                             if !presented(&md) {
@@ -148,7 +148,7 @@ impl Fs {
             What::Dir => (Kind::Dir, md.len(), md.blocks(), (md.mode() & 0o555) as u16),
             // The length of the target `readlink` gives.
             What::Symlink => {
-                let len = std::fs::read_link(path)
+                let len = longpath::read_link(path)
                     .ok()
                     .and_then(|t| self.presented_target(path, t.as_os_str().as_bytes()))
                     .map_or(md.len(), |t| t.len() as u64);
@@ -244,7 +244,7 @@ impl Fs {
             if self.fuse_mounts.blocks(&p) {
                 return None;
             }
-            let md = std::fs::symlink_metadata(&p).ok()?;
+            let md = longpath::symlink_metadata(&p).ok()?;
             if !presented(&md) {
                 return None;
             }
@@ -273,7 +273,7 @@ impl Fs {
                 return Err(libc::ENOENT);
             }
             // Attributes are always fresh; the listing only maps the name.
-            let md = match std::fs::symlink_metadata(&path) {
+            let md = match longpath::symlink_metadata(&path) {
                 Ok(md) => md,
                 Err(_) if attempt == 0 => {
                     self.dirs.lock().remove(&parent);
@@ -337,7 +337,7 @@ impl Fs {
         if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
             return Err(libc::ESTALE);
         }
-        let md = std::fs::symlink_metadata(path).map_err(|e| match errno_of(&e) {
+        let md = longpath::symlink_metadata(path).map_err(|e| match errno_of(&e) {
             libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
             n => n,
         })?;

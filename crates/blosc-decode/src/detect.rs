@@ -86,7 +86,7 @@ fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
 /// and, for frames, the header (metalayers); Bloscpack and packed files are
 /// opened (their sizes are not in the first bytes). `Ok(None)`: not a container.
 pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
-    let (src, kind): (Arc<dyn Source>, Kind) = if path.is_dir() {
+    let (src, kind): (Arc<dyn Source>, Kind) = if crate::longpath::is_dir(path) {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
@@ -146,7 +146,7 @@ pub fn open_path(path: &Path) -> Result<Option<Container>> {
 }
 
 pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
-    if path.is_dir() {
+    if crate::longpath::is_dir(path) {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }

@@ -128,10 +128,12 @@ pub fn read_vec(src: &dyn Source, offset: u64, len: u64) -> Result<Vec<u8>> {
 /// a file replaced by a fifo after it was looked up is refused too. Returns
 /// the descriptor's metadata with it.
 pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
+    let file = crate::longpath::open(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY),
+        path,
+    )?;
     let md = file.metadata()?;
     if !md.is_file() {
         return Err(std::io::Error::other(

@@ -15,6 +15,7 @@ pub mod filter;
 pub mod format;
 pub mod index;
 pub mod io;
+pub mod longpath;
 pub mod npy;
 pub mod open;
 pub mod report;

@@ -65,18 +65,20 @@ impl SourceDir {
     /// it is refused (`ELOOP`: a name in the mounted tree that was checked
     /// not to be a link).
     pub fn open(path: &Path, follow: bool) -> std::io::Result<SourceDir> {
-        let c = CString::new(path.as_os_str().as_bytes())?;
         let mut flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC;
         if !follow {
             flags |= libc::O_NOFOLLOW;
         }
-        // SAFETY: a NUL-terminated path; the descriptor goes to a `File`.
-        let fd = unsafe { libc::open(c.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just opened and is owned by nobody else.
-        let file = unsafe { File::from_raw_fd(fd) };
+        let file = crate::longpath::at(path, |p| {
+            let c = CString::new(p.as_os_str().as_bytes())?;
+            // SAFETY: a NUL-terminated path; the descriptor goes to a `File`.
+            let fd = unsafe { libc::open(c.as_ptr(), flags) };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: `fd` was just opened and is owned by nobody else.
+            Ok(unsafe { File::from_raw_fd(fd) })
+        })?;
         let md = file.metadata()?;
         Ok(SourceDir {
             file,

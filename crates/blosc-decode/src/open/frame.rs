@@ -411,7 +411,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
 
 /// Is `dir` a sparse frame (a directory holding `chunks.b2frame`)?
 pub fn is_sframe_dir(dir: &Path) -> bool {
-    dir.join("chunks.b2frame").is_file()
+    crate::longpath::is_file(&dir.join("chunks.b2frame"))
 }
 
 /// How many stored chunks a sparse frame in `dir` may name: each has a file
@@ -420,7 +420,7 @@ pub fn is_sframe_dir(dir: &Path) -> bool {
 /// lying index cannot make the chunk table (and one source per chunk) any
 /// larger than the directory warrants.
 fn sframe_room(dir: &Path) -> u64 {
-    let entries = std::fs::read_dir(dir)
+    let entries = crate::longpath::read_dir_names(dir)
         .map(|d| d.take(MAX_CHUNKS as usize).count() as u64)
         .unwrap_or(0);
     entries.saturating_mul(2).saturating_add(64)
