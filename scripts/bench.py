@@ -337,8 +337,8 @@ def main():
     # 3. cold random 4 KiB preads vs get_slice: rounds of a fresh mount
     # reading all offsets and get_slice reading them (caches dropped before
     # each; which goes first alternates), the median of the rounds' p50
-    # ratios. One round each gave ratios from 0.8x to 1.3x between repeats
-    # on this machine; reading both in the same round, pair by pair, lets
+    # ratios. A single round of each varies widely between repeats on a
+    # shared machine; reading both in the same round, pair by pair, would let
     # get_slice's buffered reads (and their read-ahead) queue on the disk in
     # front of ours.
     n_r = 300 if not a.quick else 100
@@ -369,10 +369,9 @@ def main():
         s = blosc2.open(p0)
         return sorted(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), at))
 
-    # This VM's disk is a file on the host, which caches it: a block read a
-    # second time comes back ~70 us sooner (measured: O_DIRECT 172 KB reads
-    # at fresh offsets, p50 166 us, then 97 us over the same offsets). One
-    # get_slice pass first, so no round pays for the host's cold cache.
+    # A virtual machine's disk may be a file the host caches: a block read a
+    # second time then comes back sooner, even with O_DIRECT. One get_slice
+    # pass first, so no round pays for the host's cold cache.
     theirs_round()
 
     def random_rounds(pin, opts=""):
@@ -411,13 +410,11 @@ def main():
         f"(ratios {all_r}; the default reads cold blocks with O_DIRECT)", p50 * 1e6, "us", ratio)
 
     # 4. warm re-read (kernel page cache kept across opens). Both mounted at
-    # once and re-read alternately; measured one after the other the ratio
-    # swung from 0.76x to 1.23x. Whichever file is mounted and read first
-    # re-reads slower on this VM, whatever serves it (two empty FUSE file
-    # systems side by side: 0.67-0.84x for the first, 1.04-1.46x with the
-    # order swapped), so the order alternates between mount pairs, and the
-    # same procedure run on two empty FUSE file systems shows what spread
-    # the method itself has here. The median of the pairs' median ratios.
+    # once and re-read alternately, since measured one after the other the
+    # ratio follows the machine's drift. The file mounted and read first can
+    # re-read slower whatever serves it, so the order alternates between
+    # mount pairs, and the same procedure run on two empty FUSE file systems
+    # shows what spread the method itself has. The median of the pairs' median ratios.
     # A re-read is only warm if the daemon serves none of it: its counter
     # of bytes served is read before and after.
     def warm_pairs(first, second, pairs):
@@ -528,8 +525,8 @@ def main():
         # Zero chunks vs the floor: both mounted at once and the same 512 MiB
         # segments read from each in turn (which goes first alternating), so
         # slow drifts of the host weigh on both alike; every segment is read
-        # once, so every read is cold. The file system mounted second often
-        # read 10-20% faster here, whichever it was, so the first half of the
+        # once, so every read is cold. The file system mounted second can
+        # read faster, whichever it is, so the first half of the
         # span is read with one side mounted first and the second half with
         # the other first; and the same procedure on two empty FUSE file
         # systems shows the spread of the method itself. The median of the
@@ -640,8 +637,8 @@ def main():
     # mount with the page cache dropped (ratarmount's index is kept, as a
     # user's would be), in the foreground so that its unmount is waited
     # for; random rounds alternate which side goes first. Our cold reads
-    # are checked to have decoded their blocks (a warm read here once gave
-    # 25 us and a bogus ratio).
+    # are checked to have decoded their blocks (a warm read would give a
+    # bogus ratio).
     try:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ratarmount==1.*"], check=True,
                        capture_output=True, timeout=300)
@@ -671,9 +668,9 @@ def main():
 
         Rat().close()
         # ratarmount decodes and keeps whole seek-point intervals (MiBs), so
-        # a read near an earlier one is a hit in its cache: with 50 uniform
-        # reads of 512 MiB about half are, and the p50 falls between the two
-        # modes (0.7 to 17 ms from run to run). Cold reads are reads into
+        # a read near an earlier one is a hit in its cache: with uniform
+        # reads a good part are, and the p50 falls anywhere between the two
+        # modes from run to run. Cold reads are reads into
         # regions nothing read before: one read in each 32 MiB stripe, in
         # random order. The same offsets for both sides.
         stripe = 32 * MB
@@ -723,7 +720,7 @@ def main():
 
         # The reference itself against ratarmount: python-blosc2 in-process
         # on the same frame, cold, the same reads. It says what the targets
-        # ask on this machine.
+        # ask of the machine the bench runs on.
         def ref_random():
             return statistics.median(theirs_round(cold_offs))
 

@@ -72,11 +72,11 @@ impl Env {
     }
 }
 
-/// Default decode-ahead for sequential readers: off. Measured on 2 CPUs,
-/// the kernel's own read-ahead already keeps two requests in flight, one per
-/// FUSE thread, so both CPUs decode and decoding ahead only adds a copy
-/// (lz4 2.27 vs 2.02 GB/s, zstd 1.37 vs 1.30 with 4 MiB ahead). It pays
-/// where CPUs outnumber the requests in flight and codecs are slow.
+/// Default decode-ahead for sequential readers: off. The kernel's own
+/// read-ahead keeps a request in flight per FUSE thread, so with as many
+/// CPUs as FUSE threads every CPU already decodes and decoding ahead only
+/// adds a copy (`scripts/bench.py` compares both). It pays where CPUs
+/// outnumber the requests in flight and codecs are slow.
 pub const DEFAULT_DECODE_AHEAD: u64 = 0;
 
 impl Default for Env {
