@@ -351,8 +351,8 @@ impl Container {
     /// kernel read the start (header and
     /// block starts) of every stored chunk not parsed yet, all at once and
     /// in the background: the first read of each chunk after that waits for
-    /// one disk read (its block) instead of two in a row. Measured on the
-    /// bench's 512 MiB zstd frame: see docs/PERFORMANCE.md. Sequential
+    /// one disk read (its block) instead of two in a row (the bench's cold
+    /// random reads, `scripts/bench.py`, measure it). Sequential
     /// readers never ask for it; at most `MAX_HINTED` chunks are hinted.
     fn hint_headers(&self, jump: u64) {
         /// Header and block starts of chunks of up to ~2,000 blocks.
