@@ -354,7 +354,7 @@ fn nan_f32_chunks_of_12_bytes_are_one_entry() {
 /// Zero and NaN chunks alternating (python-blosc2 appending the special
 /// chunks C-Blosc2 makes): every change of kind is a table entry that takes
 /// no room in the file, so an index alternating kinds over 2^24 chunks cost
-/// about 1.4 GB. The changes are now capped (`MAX_SPECIAL_CHANGES`); below
+/// about 1.4 GB. The changes are capped (`MAX_SPECIAL_CHANGES`); below
 /// the cap such a frame reads exactly, above it the open is refused at once.
 #[test]
 fn special_chunks_alternating_kinds_are_capped() {
