@@ -12,7 +12,7 @@ scripts/setup.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
-cargo clippy --all-targets -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== reference fixture matrix (written by python-blosc2, python-blosc, bloscpack)"
 rm -rf fixtures-full
@@ -28,9 +28,9 @@ fi
 
 echo "== cargo test"
 log=$(mktemp)
-BLOSCFS_FIXTURES="$PWD/fixtures-full:$PWD/fixtures-compat" cargo test --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
+BLOSCFS_FIXTURES="$PWD/fixtures-full:$PWD/fixtures-compat" cargo test --workspace --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
 echo "== benches compile and run once (criterion test mode)"
-cargo test --release --bench kernels 2>&1 | tee -a "$log"
+cargo test -p blosc-decode --release --bench kernels 2>&1 | tee -a "$log"
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
 rm -f "$log"

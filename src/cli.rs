@@ -1,8 +1,8 @@
 //! Command-line entry points: `bloscfs cat`, `bloscfs info`, and the mount form.
 
-use crate::container::{Container, Env};
-use crate::detect::open_path_with;
-use crate::error::Error;
+use blosc_decode::container::{Container, Env};
+use blosc_decode::detect::open_path_with;
+use blosc_decode::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -90,7 +90,7 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     let mut c = open_or_fail(&file, &env)?;
     if raw {
         c = c
-            .with_view(crate::container::View::Raw)
+            .with_view(blosc_decode::container::View::Raw)
             .map_err(|e| e.to_string())?;
     }
     let end = match length {
@@ -183,6 +183,6 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
     let env = Env::new(16 << 20);
     let c = open_or_fail(&file, &env)?;
-    print!("{}", crate::report::render_info(&c, chunks));
+    print!("{}", blosc_decode::report::render_info(&c, chunks));
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
 use crate::mount::MountArgs;
-use crate::srcdir::Caller;
+use blosc_decode::srcdir::Caller;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
@@ -256,7 +256,7 @@ impl Filesystem for BloscFuse {
         ));
         // Work that can wait until the reply has gone (caching the rest of
         // a block a small read needed) is done after it.
-        crate::after::within(|| {
+        blosc_decode::after::within(|| {
             READBUF.with(|b| {
                 let mut b = b.borrow_mut();
                 let paged = flags.0 & libc::O_DIRECT == 0;

@@ -1,33 +1,12 @@
-//! bloscfs: read Blosc1/Blosc2/Bloscpack containers as plain bytes, decoding
-//! only the blocks a read touches.
+//! bloscfs: a read-only FUSE file system presenting Blosc containers as
+//! plain files of their uncompressed bytes. The decoding is the
+//! `blosc_decode` crate's; this crate is the command line, the mount and
+//! the presented tree.
 
-pub mod after;
-pub mod ahead;
-pub mod cache;
 pub mod cli;
-pub mod codec;
-pub mod container;
-pub mod decode;
-pub mod describe;
-pub mod detect;
-pub mod dtype;
-pub mod error;
-pub mod filter;
-pub mod format;
 pub mod fs;
 pub mod fuse;
-pub mod index;
-pub mod io;
 pub mod logging;
 pub mod mount;
 pub mod mounts;
 pub mod names;
-pub mod npy;
-pub mod open;
-pub mod report;
-pub mod sizes;
-pub mod srcdir;
-
-pub use container::{Container, Env};
-pub use detect::{open_path, open_path_with};
-pub use error::{Error, ErrorKind, Result};

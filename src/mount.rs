@@ -61,7 +61,7 @@ pub struct MountArgs {
     pub threads: usize,
     pub readahead: u64,
     pub decode_ahead: u64,
-    pub source_io: crate::io::Access,
+    pub source_io: blosc_decode::io::Access,
     pub verify: bool,
     pub allow_other: bool,
     pub allow_root: bool,
@@ -89,8 +89,8 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             .unwrap_or(2)
             .max(2),
         readahead: 1 << 20,
-        decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
-        source_io: crate::io::Access::Auto,
+        decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
+        source_io: blosc_decode::io::Access::Auto,
         verify: true,
         allow_other: false,
         allow_root: false,
@@ -163,7 +163,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             }
             "source_io" => {
                 let v = need(k, v)?;
-                m.source_io = crate::io::Access::parse(v)
+                m.source_io = blosc_decode::io::Access::parse(v)
                     .ok_or_else(|| format!("source_io: not one of auto, buffered, direct: {v}"))?;
             }
             "allow_other" => {

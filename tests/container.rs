@@ -2,12 +2,12 @@
 //! within its budget under concurrent readers; bad input gives clear errors.
 
 mod common;
-use bloscfs::{open_path_with, Env};
+use blosc_decode::{open_path_with, Env};
 use common::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-type Opened = Arc<Vec<(Arc<bloscfs::Container>, Arc<Vec<u8>>)>>;
+type Opened = Arc<Vec<(Arc<blosc_decode::Container>, Arc<Vec<u8>>)>>;
 
 /// Open fixtures with `env`, each with its reference bytes.
 fn open_all(names: &[&str], env: &Env) -> Opened {
@@ -33,7 +33,7 @@ fn xorshift(seed: &mut u64) -> u64 {
 
 /// One fixture opened alone (a cache of 64 MiB, no decode-ahead), with its
 /// reference bytes.
-fn open_one(name: &str) -> (Env, bloscfs::Container, Vec<u8>) {
+fn open_one(name: &str) -> (Env, blosc_decode::Container, Vec<u8>) {
     let env = Env::with_workers(64 << 20, 0);
     let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
     (env, c, reference_bytes(name))
@@ -66,7 +66,7 @@ fn a_4k_read_caches_its_block_after_the_reply() {
     let hits = || env.stats.cache_hits.load(Ordering::Relaxed);
     let mut buf = vec![0u8; 4096];
     let off = 1_500_000; // chunk 1, block 7
-    bloscfs::after::begin();
+    blosc_decode::after::begin();
     c.read_at(off, &mut buf).unwrap();
     assert_eq!(buf, whole[off as usize..off as usize + 4096]);
     assert_eq!(decoded(&env), 1);
@@ -74,7 +74,7 @@ fn a_4k_read_caches_its_block_after_the_reply() {
     c.read_at(off + 8192, &mut buf).unwrap();
     assert_eq!(buf, whole[off as usize + 8192..off as usize + 12288]);
     assert_eq!((decoded(&env), hits()), (2, 0));
-    bloscfs::after::finish();
+    blosc_decode::after::finish();
     // Cached now, as the whole unshuffled block: every byte of it.
     let bs = 65_536;
     let start = off / bs * bs;
@@ -136,7 +136,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
                     // Half the reads as the FUSE adapter does them (the
                     // rest of a partly read block is cached afterwards).
                     let n = if seed & (1 << 20) != 0 {
-                        bloscfs::after::within(|| c.read_at(off, &mut buf))
+                        blosc_decode::after::within(|| c.read_at(off, &mut buf))
                     } else {
                         c.read_at(off, &mut buf)
                     }
@@ -409,7 +409,7 @@ fn resident(f: &std::fs::File, at: u64) -> bool {
 /// disk file system (tmpfs keeps every page resident).
 #[test]
 fn file_source_will_need_reads_into_the_page_cache() {
-    use bloscfs::io::{FileSource, Source};
+    use blosc_decode::io::{FileSource, Source};
     use std::os::unix::io::AsRawFd;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("64M");
@@ -432,13 +432,16 @@ fn file_source_will_need_reads_into_the_page_cache() {
 }
 
 /// A source that records `will_need` hints.
-struct Hinted(bloscfs::io::MemSource, std::sync::Mutex<Vec<(u64, u64)>>);
+struct Hinted(
+    blosc_decode::io::MemSource,
+    std::sync::Mutex<Vec<(u64, u64)>>,
+);
 
-impl bloscfs::io::Source for Hinted {
+impl blosc_decode::io::Source for Hinted {
     fn len(&self) -> u64 {
         self.0.len()
     }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> bloscfs::Result<()> {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> blosc_decode::Result<()> {
         self.0.read_exact_at(offset, buf)
     }
     fn will_need(&self, offset: u64, len: u64) {
@@ -452,8 +455,8 @@ impl bloscfs::io::Source for Hinted {
 /// two in a row. Sequential reads (and reads without a pool) hint nothing.
 #[test]
 fn first_random_read_hints_chunk_headers() {
-    use bloscfs::index::ChunkLoc;
-    use bloscfs::io::MemSource;
+    use blosc_decode::index::ChunkLoc;
+    use blosc_decode::io::MemSource;
     let name = "frame/lz4-none-ts4-c.b2frame";
     let data = std::fs::read(fixture(name)).unwrap();
     let reference = reference_bytes(name);
@@ -471,7 +474,7 @@ fn first_random_read_hints_chunk_headers() {
     for (workers, sequential) in [(2, true), (0, false), (2, false)] {
         let src = Arc::new(Hinted(MemSource::new(data.clone()), Default::default()));
         let env = Env::with_workers(1 << 20, workers);
-        let c = bloscfs::detect::open_source(src.clone(), std::path::Path::new(name), &env)
+        let c = blosc_decode::detect::open_source(src.clone(), std::path::Path::new(name), &env)
             .unwrap()
             .unwrap();
         let starts: Vec<u64> = c

@@ -20,8 +20,8 @@ const FILES: &[&str] = &[
 ];
 
 fn try_read(path: &std::path::Path) -> Result<usize, String> {
-    let env = bloscfs::Env::new(4 << 20);
-    match bloscfs::open_path_with(path, &env) {
+    let env = blosc_decode::Env::new(4 << 20);
+    match blosc_decode::open_path_with(path, &env) {
         Ok(None) => Ok(0),
         Err(e) => Err(e.to_string()),
         Ok(Some(c)) => {
@@ -63,9 +63,9 @@ fn check(path: &std::path::Path, what: &str) {
 /// (block starts and dictionary), every block's streams, the chunk's end;
 /// for a frame, its header's end and its trailer's start.
 fn boundaries(path: &std::path::Path, bytes: &[u8]) -> Vec<usize> {
-    use bloscfs::format::frame;
-    use bloscfs::index::ChunkLoc;
-    let c = bloscfs::open_path(path).unwrap().expect("a container");
+    use blosc_decode::format::frame;
+    use blosc_decode::index::ChunkLoc;
+    let c = blosc_decode::open_path(path).unwrap().expect("a container");
     let mut v = Vec::new();
     for (ci, e) in c.chunks().iter().enumerate() {
         let ChunkLoc::Stored {

@@ -3,12 +3,12 @@
 //! opener builds must decode, chunk by chunk, to exactly what python-blosc2
 //! returns, and describe the container as python-blosc2 sees it.
 
-use bloscfs::decode::{decompress_chunk, fill_special};
-use bloscfs::format::b2nd;
-use bloscfs::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
-use bloscfs::index::{ChunkLoc, Index};
-use bloscfs::io::{read_vec, FileSource, MemSource};
-use bloscfs::open::frame;
+use blosc_decode::decode::{decompress_chunk, fill_special};
+use blosc_decode::format::b2nd;
+use blosc_decode::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
+use blosc_decode::index::{ChunkLoc, Index};
+use blosc_decode::io::{read_vec, FileSource, MemSource};
+use blosc_decode::open::frame;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,7 +32,7 @@ fn manifest() -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn try_open(e: &serde_json::Value) -> bloscfs::Result<Index> {
+fn try_open(e: &serde_json::Value) -> blosc_decode::Result<Index> {
     let p = dir().join(e["path"].as_str().unwrap());
     if e["kind"] == "sframe" {
         frame::open_sframe(&p)
@@ -61,7 +61,7 @@ fn unreadable_frames_are_clear_errors() {
 }
 
 /// Decode every chunk of `idx` through the Index alone and concatenate.
-fn content(idx: &Index) -> bloscfs::Result<Vec<u8>> {
+fn content(idx: &Index) -> blosc_decode::Result<Vec<u8>> {
     let mut out = Vec::new();
     for (i, c) in idx.chunks.iter().enumerate() {
         match &c.loc {
@@ -74,7 +74,7 @@ fn content(idx: &Index) -> bloscfs::Result<Vec<u8>> {
                 let head = read_vec(s, *offset, (EXTENDED_HEADER_LEN as u64).min(*cbytes))?;
                 let h = ChunkHeader::parse(&head)?;
                 if h.cbytes as u64 > *cbytes {
-                    return Err(bloscfs::Error::corrupt(format!(
+                    return Err(blosc_decode::Error::corrupt(format!(
                         "chunk {i}: header cbytes {} beyond the index bound {cbytes}",
                         h.cbytes
                     )));
@@ -82,7 +82,7 @@ fn content(idx: &Index) -> bloscfs::Result<Vec<u8>> {
                 let raw = read_vec(s, *offset, h.cbytes as u64)?;
                 let d = decompress_chunk(&raw).map_err(|e| e.in_chunk(i as u64))?;
                 if d.len() as u64 != c.ulen {
-                    return Err(bloscfs::Error::corrupt(format!(
+                    return Err(blosc_decode::Error::corrupt(format!(
                         "chunk {i}: decoded {} bytes, the index says {}",
                         d.len(),
                         c.ulen
@@ -139,7 +139,7 @@ fn python_blosc2_frames_decode_exactly() {
 /// The table entry of each of the index's chunks, in order (a run of
 /// special chunks is one entry: it stands for each of them). Checks that
 /// entries are numbered by their first chunk and runs are special.
-fn entry_of_each_chunk(idx: &Index) -> Vec<&bloscfs::index::ChunkEntry> {
+fn entry_of_each_chunk(idx: &Index) -> Vec<&blosc_decode::index::ChunkEntry> {
     let mut out = Vec::new();
     for (k, e) in idx.chunks.iter().enumerate() {
         assert_eq!(e.chunk, out.len() as u64, "entry {k} numbered");
@@ -299,12 +299,12 @@ fn bytes(name: &str) -> Vec<u8> {
     std::fs::read(dir().join(name)).unwrap()
 }
 
-fn open_mem(b: &[u8]) -> bloscfs::Result<Index> {
+fn open_mem(b: &[u8]) -> blosc_decode::Result<Index> {
     frame::open(Arc::new(MemSource::new(b.to_vec())))
 }
 
 /// Open, validate and decode; any error is fine, a panic is not.
-fn try_all(b: &[u8]) -> bloscfs::Result<Vec<u8>> {
+fn try_all(b: &[u8]) -> blosc_decode::Result<Vec<u8>> {
     let idx = open_mem(b)?;
     idx.validate()?;
     content(&idx)

@@ -9,8 +9,8 @@
 //! of (it returns fewer bytes than the frame declares) are refused.
 
 mod common;
-use bloscfs::detect::probe_path;
-use bloscfs::{open_path_with, Container, Env};
+use blosc_decode::detect::probe_path;
+use blosc_decode::{open_path_with, Container, Env};
 use common::*;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -68,7 +68,7 @@ fn env() -> Env {
     Env::with_workers(16 << 20, 0)
 }
 
-fn read(c: &Container, at: u64, len: u64) -> bloscfs::Result<Vec<u8>> {
+fn read(c: &Container, at: u64, len: u64) -> blosc_decode::Result<Vec<u8>> {
     let mut b = vec![0u8; len as usize];
     let n = c.read_at(at, &mut b)?;
     b.truncate(n);

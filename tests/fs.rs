@@ -391,7 +391,7 @@ fn reads_of_holes_are_zeros_without_a_buffer() {
         .join("tests/data/frame/special-mixed.b2frame");
     copy(&src, &d.path().join("mixed.b2frame"));
     let whole = {
-        let c = bloscfs::open_path(&src).unwrap().unwrap();
+        let c = blosc_decode::open_path(&src).unwrap().unwrap();
         let mut v = vec![0u8; c.len() as usize];
         assert_eq!(c.read_at(0, &mut v).unwrap(), v.len());
         v
@@ -434,7 +434,7 @@ fn reads_of_holes_are_zeros_without_a_buffer() {
     let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/frame/b2nd-zeros-2d.b2nd");
     copy(&src, &d.path().join("z2.b2nd"));
-    let lib = bloscfs::open_path(&src).unwrap().unwrap();
+    let lib = blosc_decode::open_path(&src).unwrap().unwrap();
     let mut want = vec![0u8; lib.len() as usize];
     lib.read_at(0, &mut want).unwrap();
     let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();

@@ -340,7 +340,7 @@ fn holes_symlinks_sparse_frames_and_erofs() {
     // A sparse frame directory is one regular file with the library's bytes.
     let md = std::fs::metadata(mp.join("many")).unwrap();
     assert!(md.is_file());
-    let c = bloscfs::open_path(&m.src().join("many.b2frame"))
+    let c = blosc_decode::open_path(&m.src().join("many.b2frame"))
         .unwrap()
         .unwrap();
     let mut want = vec![0u8; c.len() as usize];

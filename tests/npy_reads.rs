@@ -5,7 +5,7 @@
 //! see `gen.py` there); element `i` of each holds `float32(i)`.
 
 mod common;
-use bloscfs::{after, open_path_with, Container, Env};
+use blosc_decode::{after, open_path_with, Container, Env};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

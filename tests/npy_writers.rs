@@ -9,9 +9,9 @@
 
 mod common;
 
-use bloscfs::dtype::Dtype;
+use blosc_decode::dtype::Dtype;
+use blosc_decode::npy::npy_header;
 use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
-use bloscfs::npy::npy_header;
 use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 fn read_all(path: &Path) -> Vec<u8> {
-    let c = bloscfs::open_path(path).unwrap().unwrap();
+    let c = blosc_decode::open_path(path).unwrap().unwrap();
     let mut buf = vec![0u8; c.len() as usize];
     assert_eq!(c.read_at(0, &mut buf).unwrap(), buf.len());
     buf
@@ -72,7 +72,7 @@ fn every_array_is_presented_as_its_writer_reads_it() {
     let all = fixtures();
     let mut bad = Vec::new();
     for f in &all {
-        let probe = bloscfs::detect::probe_path(&f.path).unwrap().unwrap();
+        let probe = blosc_decode::detect::probe_path(&f.path).unwrap().unwrap();
         let name = bloscfs::names::presented_name(f.path.file_name().unwrap(), probe.npy);
         let got = match std::panic::catch_unwind(|| read_all(&f.path)) {
             Ok(g) => g,
@@ -112,7 +112,7 @@ fn every_array_is_presented_as_its_writer_reads_it() {
 fn pieces_match_the_whole() {
     for f in fixtures().iter().filter(|f| f.len > 0) {
         let whole = read_all(&f.path);
-        let c = bloscfs::open_path(&f.path).unwrap().unwrap();
+        let c = blosc_decode::open_path(&f.path).unwrap().unwrap();
         let mut off = 0;
         for step in [1usize, 7, 63, 64, 65, 333].iter().cycle() {
             if off >= whole.len() {

@@ -6,8 +6,8 @@
 //! $BLOSCFS_FIXTURES (a ':'-separated list of directories, each holding a
 //! manifest.json or subdirectories that do).
 
-use bloscfs::io::Access;
-use bloscfs::Env;
+use blosc_decode::io::Access;
+use blosc_decode::Env;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -114,7 +114,7 @@ impl Rng {
 fn check(f: &Fixture, env: &Env) -> Result<(), String> {
     let io = env.source_io;
     let name = format!("{} ({}, {}, {io:?})", f.path.display(), f.kind, f.params);
-    let opened = bloscfs::open_path_with(&f.path, env);
+    let opened = blosc_decode::open_path_with(&f.path, env);
     match f.expect.as_str() {
         "not-container" => {
             return match opened {
@@ -158,7 +158,7 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
     // The size a listing shows (from the probe, without opening) is the
     // length served: the kernel reads a file only up to the size it was
     // given, and a read past the end of what the daemon serves fails.
-    match bloscfs::detect::probe_path(&f.path) {
+    match blosc_decode::detect::probe_path(&f.path) {
         Ok(Some(p)) if p.len == c.len() => {}
         Ok(Some(p)) => {
             return Err(format!(
@@ -210,7 +210,7 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
         // small read needed is cached after the reply (`after`), and later
         // windows read those cached blocks.
         let r = if rng.below(2) == 0 {
-            bloscfs::after::within(|| c.read_at(off, &mut w))
+            blosc_decode::after::within(|| c.read_at(off, &mut w))
         } else {
             c.read_at(off, &mut w)
         };
@@ -235,7 +235,7 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
 fn check_undecodable(
     f: &Fixture,
     name: &str,
-    opened: bloscfs::Result<Option<bloscfs::Container>>,
+    opened: blosc_decode::Result<Option<blosc_decode::Container>>,
 ) -> Result<(), String> {
     let c = match opened {
         Err(e) if e.to_string().contains(&*f.path.to_string_lossy()) => return Ok(()),

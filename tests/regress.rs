@@ -5,8 +5,8 @@
 //! allocation sized by an unchecked field.
 
 mod common;
-use bloscfs::format::chunk::{ChunkLayout, MAX_MEMCPYED_BLOCKS};
-use bloscfs::io::MemSource;
+use blosc_decode::format::chunk::{ChunkLayout, MAX_MEMCPYED_BLOCKS};
+use blosc_decode::io::MemSource;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,7 +18,7 @@ fn input(name: &str) -> Vec<u8> {
 fn fuzz_chunk(data: &[u8]) {
     if let Ok(layout) = ChunkLayout::parse(data) {
         if layout.header.nbytes <= 1 << 24 {
-            let _ = bloscfs::decode::decompress_chunk(data);
+            let _ = blosc_decode::decode::decompress_chunk(data);
         }
     }
 }
@@ -34,8 +34,8 @@ fn fuzz_read_at(data: &[u8]) {
         None => (0, 4096),
     };
     let src = Arc::new(MemSource::new(data.to_vec()));
-    let env = bloscfs::Env::new(1 << 20);
-    if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("regress"), &env) {
+    let env = blosc_decode::Env::new(1 << 20);
+    if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("regress"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let _ = c.read_at(0, &mut whole);
@@ -86,7 +86,7 @@ fn sparse_frame_dir(data: &[u8]) -> tempfile::TempDir {
 
 /// Peak resident memory of this process so far (VmHWM), in bytes.
 /// The message of an open that must fail.
-fn refusal<T>(r: bloscfs::Result<T>) -> String {
+fn refusal<T>(r: blosc_decode::Result<T>) -> String {
     match r {
         Err(e) => e.to_string(),
         Ok(_) => panic!("opened"),
@@ -94,9 +94,9 @@ fn refusal<T>(r: bloscfs::Result<T>) -> String {
 }
 
 /// Open a reference-made file of tests/fixtures/regress/ (one container).
-fn open_regress(name: &str) -> bloscfs::Result<bloscfs::Container> {
-    let env = bloscfs::Env::new(1 << 20);
-    bloscfs::open_path_with(&common::fixture(&format!("regress/{name}")), &env)
+fn open_regress(name: &str) -> blosc_decode::Result<blosc_decode::Container> {
+    let env = blosc_decode::Env::new(1 << 20);
+    blosc_decode::open_path_with(&common::fixture(&format!("regress/{name}")), &env)
         .map(|c| c.expect("a container"))
 }
 
@@ -139,8 +139,10 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 #[test]
 fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
     let dir = sparse_frame_dir(&input("sframe-chunk-cbytes-beyond-file.bin"));
-    let env = bloscfs::Env::new(1 << 20);
-    let c = bloscfs::open_path_with(dir.path(), &env).unwrap().unwrap();
+    let env = blosc_decode::Env::new(1 << 20);
+    let c = blosc_decode::open_path_with(dir.path(), &env)
+        .unwrap()
+        .unwrap();
     let (r, grew, _) = memory_of(|| {
         let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
         c.read_at(0, &mut buf)
@@ -157,12 +159,12 @@ fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
 /// the layout is refused and the frame is presented as raw bytes.
 #[test]
 fn b2nd_padded_size_overflow_is_refused() {
-    use bloscfs::container::View;
-    use bloscfs::npy::NdLayout;
+    use blosc_decode::container::View;
+    use blosc_decode::npy::NdLayout;
     let data = input("b2nd-padded-size-overflow.bin");
     let src = Arc::new(MemSource::new(data.clone()));
-    let env = bloscfs::Env::new(1 << 20);
-    let c = bloscfs::detect::open_source(src, Path::new("regress"), &env)
+    let env = blosc_decode::Env::new(1 << 20);
+    let c = blosc_decode::detect::open_source(src, Path::new("regress"), &env)
         .unwrap()
         .unwrap();
     assert!(matches!(c.view(), View::Raw), "presented as an array");
@@ -193,7 +195,7 @@ fn b2nd_padded_size_overflow_is_refused() {
 /// the maximum size, read through what the `read_at` target does.
 #[test]
 fn lying_block_size_maps_no_memory() {
-    use bloscfs::format::chunk::MAX_BLOCKSIZE;
+    use blosc_decode::format::chunk::MAX_BLOCKSIZE;
     let mut data = std::fs::read(common::fixture(
         "chunk2/zstd-bytedelta-ts3-auto_split-counter.b2",
     ))
@@ -214,7 +216,7 @@ fn lying_block_size_maps_no_memory() {
     );
     // One byte over the maximum is refused at the header.
     data[8..12].copy_from_slice(&(MAX_BLOCKSIZE + 1).to_le_bytes());
-    let e = bloscfs::format::chunk::ChunkHeader::parse(&data).unwrap_err();
+    let e = blosc_decode::format::chunk::ChunkHeader::parse(&data).unwrap_err();
     assert!(
         e.to_string().contains("exceeds the format's maximum"),
         "{e}"
@@ -233,9 +235,9 @@ fn lying_block_size_maps_no_memory() {
 fn variable_frame_declaring_millions_of_special_chunks() {
     let data = input("frame-variable-many-specials.bin");
     let src = Arc::new(MemSource::new(data.clone()));
-    let env = bloscfs::Env::new(1 << 20);
+    let env = blosc_decode::Env::new(1 << 20);
     let (e, grew, _) = memory_of(|| {
-        refusal(bloscfs::detect::open_source(
+        refusal(blosc_decode::detect::open_source(
             src,
             Path::new("regress"),
             &env,
@@ -283,8 +285,8 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
     let len = d.len() as u64;
     d[0x10..0x18].copy_from_slice(&len.to_be_bytes());
     std::fs::write(&index, &d).unwrap();
-    let env = bloscfs::Env::new(1 << 20);
-    let e = refusal(bloscfs::open_path_with(&dir, &env));
+    let env = blosc_decode::Env::new(1 << 20);
+    let e = refusal(blosc_decode::open_path_with(&dir, &env));
     assert!(
         e.contains("names more than 76 stored chunks, more than the frame has room for"),
         "{e}"
@@ -294,7 +296,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame/sparse-fixed.b2frame"),
         &tmp.path().join("ok.b2frame"),
     );
-    let c = bloscfs::open_path_with(&tmp.path().join("ok.b2frame"), &env)
+    let c = blosc_decode::open_path_with(&tmp.path().join("ok.b2frame"), &env)
         .unwrap()
         .unwrap();
     assert_eq!(c.len(), 17200);
@@ -375,7 +377,7 @@ fn special_chunks_alternating_kinds_are_capped() {
         assert_eq!(*b, want, "at {pos}");
     }
 
-    const { assert!(68000 > bloscfs::open::frame::MAX_SPECIAL_CHANGES) };
+    const { assert!(68000 > blosc_decode::open::frame::MAX_SPECIAL_CHANGES) };
     let (e, grew, _) =
         memory_of(|| refusal(open_regress("frame-alternating-specials-68000.b2frame")));
     assert!(

@@ -123,7 +123,7 @@ fn as_nobody(cmd: &str) -> Output {
 
 /// The bytes a sparse frame fixture holds (read by the library).
 fn content(rel: &str) -> Vec<u8> {
-    let c = bloscfs::open_path(&fixture(rel)).unwrap().unwrap();
+    let c = blosc_decode::open_path(&fixture(rel)).unwrap().unwrap();
     let mut v = vec![0u8; c.len() as usize];
     assert_eq!(c.read_at(0, &mut v).unwrap(), v.len());
     v
@@ -363,8 +363,8 @@ fn symlinked_frame_files_lead_only_to_the_directory_owners_files() {
 /// open, whatever mode was presented before.
 #[test]
 fn open_as_checks_the_caller_against_the_files_now() {
+    use blosc_decode::srcdir::Caller;
     use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
-    use bloscfs::srcdir::Caller;
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("f.b2frame");
     copy(&fixture(FRAME), &d);

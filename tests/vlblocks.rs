@@ -5,10 +5,10 @@
 //! and starts give errors naming the file, chunk and block.
 
 mod common;
-use bloscfs::decode::decompress_chunk;
-use bloscfs::format::chunk::ChunkLayout;
-use bloscfs::io::MemSource;
-use bloscfs::{open_path_with, Env};
+use blosc_decode::decode::decompress_chunk;
+use blosc_decode::format::chunk::ChunkLayout;
+use blosc_decode::io::MemSource;
+use blosc_decode::{open_path_with, Env};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -42,13 +42,13 @@ fn sizes(v: &serde_json::Value) -> Vec<u32> {
 }
 
 /// No decode-ahead, so the decode counter counts what reads asked for.
-fn open(name: &str) -> (Env, bloscfs::Container) {
+fn open(name: &str) -> (Env, blosc_decode::Container) {
     let env = Env::with_workers(64 << 20, 0);
     let c = open_path_with(&path(name), &env).unwrap().unwrap();
     (env, c)
 }
 
-fn read_all(c: &bloscfs::Container) -> bloscfs::error::Result<Vec<u8>> {
+fn read_all(c: &blosc_decode::Container) -> blosc_decode::error::Result<Vec<u8>> {
     let mut buf = vec![0u8; c.len() as usize];
     let n = c.read_at(0, &mut buf)?;
     assert_eq!(n, buf.len());
@@ -170,9 +170,9 @@ fn a_small_read_of_a_shuffled_block_is_answered_first() {
     let whole = read_all(&c).unwrap();
     let (env, c) = open(name);
     let mut buf = vec![0u8; 100];
-    bloscfs::after::begin();
+    blosc_decode::after::begin();
     c.read_at(1234, &mut buf).unwrap();
-    bloscfs::after::finish();
+    blosc_decode::after::finish();
     assert_eq!(buf, whole[1234..1334]);
     c.read_at(3001, &mut buf).unwrap();
     assert_eq!(buf, whole[3001..3101]);
@@ -195,9 +195,9 @@ fn a_small_read_of_a_shuffled_block_is_answered_first() {
     ] {
         let (env, c) = open(name);
         let mut buf = vec![0u8; (s3 + n3 - off).min(100) as usize];
-        bloscfs::after::begin();
+        blosc_decode::after::begin();
         c.read_at(off, &mut buf).unwrap();
-        bloscfs::after::finish();
+        blosc_decode::after::finish();
         assert_eq!(buf, whole[off as usize..][..buf.len()], "at {off}");
         let mut all = vec![0u8; n3 as usize];
         c.read_at(s3, &mut all).unwrap();
@@ -233,7 +233,7 @@ fn delta_over_several_blocks_is_refused() {
 
 /// The chunk `name` with `edit` applied, opened from memory as a file named
 /// `bad.b2`; the error of reading it whole.
-fn corrupted(name: &str, edit: impl FnOnce(&mut Vec<u8>)) -> bloscfs::error::Error {
+fn corrupted(name: &str, edit: impl FnOnce(&mut Vec<u8>)) -> blosc_decode::error::Error {
     let mut data = std::fs::read(path(name)).unwrap();
     edit(&mut data);
     // The whole-chunk decoder (the `chunk` fuzz target's) refuses it too.
@@ -243,7 +243,7 @@ fn corrupted(name: &str, edit: impl FnOnce(&mut Vec<u8>)) -> bloscfs::error::Err
     );
     let env = Env::with_workers(1 << 20, 0);
     let src = Arc::new(MemSource::new(data));
-    match bloscfs::detect::open_source(src, Path::new("bad.b2"), &env) {
+    match blosc_decode::detect::open_source(src, Path::new("bad.b2"), &env) {
         Err(e) => e,
         Ok(None) => panic!("not recognised"),
         Ok(Some(c)) => read_all(&c).unwrap_err(),
@@ -352,7 +352,7 @@ fn a_bad_chunk_in_a_frame_is_named() {
     let (_, good) = open(name);
     let whole = read_all(&good).unwrap();
     let (src, offset) = match good.chunks()[2].loc {
-        bloscfs::index::ChunkLoc::Stored { src, offset, .. } => (src, offset as usize),
+        blosc_decode::index::ChunkLoc::Stored { src, offset, .. } => (src, offset as usize),
         _ => unreachable!(),
     };
     assert_eq!(src, 0);
@@ -361,7 +361,7 @@ fn a_bad_chunk_in_a_frame_is_named() {
     let v = le32(&data, at);
     put32(&mut data, at, v + 1);
     let env = Env::with_workers(1 << 20, 0);
-    let c = bloscfs::detect::open_source(
+    let c = blosc_decode::detect::open_source(
         Arc::new(MemSource::new(data)),
         Path::new("bad.b2frame"),
         &env,
@@ -385,7 +385,7 @@ fn a_bad_chunk_in_a_frame_is_named() {
 #[test]
 fn info_says_the_blocks_vary() {
     let (_, c) = open("batcharray-lz4.b2frame");
-    let s = bloscfs::report::render_info(&c, true);
+    let s = blosc_decode::report::render_info(&c, true);
     assert!(s.contains("blocksize:     variable\n"), "{s}");
     assert!(s.contains("lz4 27 blocks of variable size"), "{s}");
 }
@@ -429,7 +429,7 @@ fn random_damage_never_panics() {
         }
         let env = Env::with_workers(1 << 20, 0);
         let src = Arc::new(MemSource::new(d));
-        if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("x"), &env) {
+        if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("x"), &env) {
             let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
             let _ = c.read_at(0, &mut buf);
             let n = buf.len().min(100);

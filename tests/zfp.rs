@@ -5,7 +5,7 @@
 //! the block shape give errors, never a panic.
 
 mod common;
-use bloscfs::{open_path_with, Env, ErrorKind};
+use blosc_decode::{open_path_with, Env, ErrorKind};
 use common::fixture;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ fn npy_data_start(npy: &[u8]) -> usize {
     }
 }
 
-fn read_all(c: &bloscfs::Container) -> bloscfs::Result<Vec<u8>> {
+fn read_all(c: &blosc_decode::Container) -> blosc_decode::Result<Vec<u8>> {
     let mut buf = vec![0u8; c.len() as usize];
     let n = c.read_at(0, &mut buf)?;
     assert_eq!(n, buf.len());
@@ -140,7 +140,7 @@ fn damaged_zfp_streams_give_errors_not_panics() {
         let len = good.len();
         let mut damaged = Vec::new();
         for (k, e) in good.chunks().iter().enumerate() {
-            let bloscfs::index::ChunkLoc::Stored { offset, .. } = e.loc else {
+            let blosc_decode::index::ChunkLoc::Stored { offset, .. } = e.loc else {
                 continue;
             };
             let l = good.layout(k).unwrap();
@@ -186,7 +186,7 @@ fn a_zfp_chunk_without_its_array_is_refused_with_a_reason() {
         .unwrap();
     let env = Env::with_workers(1 << 20, 0);
     let c = open_path_with(&f.path, &env).unwrap().unwrap();
-    let bloscfs::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
+    let blosc_decode::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
         panic!("chunk 0 is stored");
     };
     // The chunk's own size (the index may only bound it).
@@ -213,7 +213,7 @@ fn a_zfp_block_decodes_alike_into_unaligned_buffers() {
             .unwrap();
         let env = Env::with_workers(1 << 20, 0);
         let c = open_path_with(&f.path, &env).unwrap().unwrap();
-        let bloscfs::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
+        let blosc_decode::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
             panic!("chunk 0 is stored");
         };
         let l = c.layout(0).unwrap();
@@ -223,10 +223,10 @@ fn a_zfp_block_decodes_alike_into_unaligned_buffers() {
         let n = l.block_len(0) as usize;
         let mut aligned = vec![0u64; n.div_ceil(8)];
         let aligned: &mut [u8] = &mut bytemuck_bytes(&mut aligned)[..n];
-        bloscfs::decode::decode_block(&l, 0, data, None, aligned).unwrap();
+        blosc_decode::decode::decode_block(&l, 0, data, None, aligned).unwrap();
         for shift in 1..8 {
             let mut v = vec![0u8; n + shift];
-            bloscfs::decode::decode_block(&l, 0, data, None, &mut v[shift..]).unwrap();
+            blosc_decode::decode::decode_block(&l, 0, data, None, &mut v[shift..]).unwrap();
             assert_eq!(&v[shift..], &aligned[..], "{name}, shift {shift}");
         }
         assert!(aligned.iter().any(|&b| b != 0), "{name}");

@@ -1,6 +1,6 @@
 //! Bloscpack header, metadata header and payload, NumPy metadata, checksums.
 #![no_main]
-use bloscfs::format::bloscpack as bp;
+use blosc_decode::format::bloscpack as bp;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

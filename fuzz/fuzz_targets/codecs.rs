@@ -8,7 +8,7 @@
 //! dictionary length (dictionary cases only), then the dictionary, then the
 //! stream.
 #![no_main]
-use bloscfs::format::chunk::Codec;
+use blosc_decode::format::chunk::Codec;
 use libfuzzer_sys::fuzz_target;
 
 const MAX_OUT: usize = 1 << 20;
@@ -40,9 +40,9 @@ fuzz_target!(|data: &[u8]| {
         None
     };
     let mut dst = vec![0u8; out_len];
-    let params = bloscfs::codec::Params {
+    let params = blosc_decode::codec::Params {
         dict,
         ..Default::default()
     };
-    let _ = bloscfs::codec::decompress(codec, rest, &mut dst, &params);
+    let _ = blosc_decode::codec::decompress(codec, rest, &mut dst, &params);
 });

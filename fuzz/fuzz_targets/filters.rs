@@ -1,6 +1,6 @@
 //! Every decode filter on arbitrary buffers and typesizes.
 #![no_main]
-use bloscfs::filter::{bitshuffle, bytedelta, delta, shuffle};
+use blosc_decode::filter::{bitshuffle, bytedelta, delta, shuffle};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (u8, u8, &[u8])| {

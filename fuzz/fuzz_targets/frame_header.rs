@@ -1,6 +1,6 @@
 //! Frame header, trailer and offsets parsing on arbitrary bytes.
 #![no_main]
-use bloscfs::format::frame;
+use blosc_decode::format::frame;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

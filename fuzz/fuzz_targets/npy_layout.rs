@@ -1,7 +1,7 @@
 //! N-dimensional layout mapping, dtype descriptions (read and written back)
 //! and .npy headers on arbitrary geometry.
 #![no_main]
-use bloscfs::dtype::Dtype;
+use blosc_decode::dtype::Dtype;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
@@ -10,7 +10,7 @@ fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
     let shape: Vec<u64> = dims.iter().map(|d| d.0 as u64).collect();
     let cs: Vec<u64> = dims.iter().map(|d| d.1 as u64).collect();
     let bs: Vec<u64> = dims.iter().map(|d| d.2 as u64).collect();
-    if let Ok(l) = bloscfs::npy::NdLayout::new(&shape, &cs, &bs, itemsize as u64) {
+    if let Ok(l) = blosc_decode::npy::NdLayout::new(&shape, &cs, &bs, itemsize as u64) {
         let n = l.nelems();
         if n > 0 {
             let s = start as u64 % n;
@@ -26,13 +26,13 @@ fuzz_target!(|input: (Vec<(u16, u8, u8)>, u8, u32, u16, String)| {
         }
     }
     if let Ok(d) = Dtype::parse(&descr) {
-        assert!(d.itemsize() <= bloscfs::dtype::MAX_ITEMSIZE);
+        assert!(d.itemsize() <= blosc_decode::dtype::MAX_ITEMSIZE);
         if let Ok(text) = d.descr() {
             // What is written back reads back as items of the same size.
             if let Ok(again) = Dtype::parse(&text) {
                 assert_eq!(again.itemsize(), d.itemsize(), "{descr:?} -> {text}");
             }
-            let h = bloscfs::npy::npy_header(&text, false, &shape);
+            let h = blosc_decode::npy::npy_header(&text, false, &shape);
             assert_eq!(h.len() % 64, 0);
         }
     }

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// One pool for every input (a pool per input would start threads for each).
-fn pool() -> Arc<bloscfs::ahead::Ahead> {
-    static POOL: OnceLock<Arc<bloscfs::ahead::Ahead>> = OnceLock::new();
-    POOL.get_or_init(|| Arc::new(bloscfs::ahead::Ahead::new(2)))
+fn pool() -> Arc<blosc_decode::ahead::Ahead> {
+    static POOL: OnceLock<Arc<blosc_decode::ahead::Ahead>> = OnceLock::new();
+    POOL.get_or_init(|| Arc::new(blosc_decode::ahead::Ahead::new(2)))
         .clone()
 }
 
@@ -26,15 +26,15 @@ fuzz_target!(|data: &[u8]| {
         ),
         None => (0, 4096),
     };
-    let src = Arc::new(bloscfs::io::MemSource::new(data.to_vec()));
-    let mut env = bloscfs::Env::with_workers(1 << 20, 0);
+    let src = Arc::new(blosc_decode::io::MemSource::new(data.to_vec()));
+    let mut env = blosc_decode::Env::with_workers(1 << 20, 0);
     env.ahead = pool();
     // An odd window length also turns decode-ahead on: the whole read then
     // queues the following blocks, and the window read meets them.
     if len & 1 == 1 {
         env.decode_ahead = 256 << 10;
     }
-    if let Ok(Some(c)) = bloscfs::detect::open_source(src, Path::new("fuzz-input"), &env) {
+    if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("fuzz-input"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let at = off % total.saturating_add(1);
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
         // rest of a partly read block cached after the "reply" (`after`).
         let read_window = |window: &mut [u8]| {
             if len & 2 == 2 {
-                bloscfs::after::within(|| c.read_at(at, window))
+                blosc_decode::after::within(|| c.read_at(at, window))
             } else {
                 c.read_at(at, window)
             }

@@ -61,9 +61,9 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    let _ = bloscfs::detect::probe_path(d);
-    let env = bloscfs::Env::new(1 << 20);
-    if let Ok(Some(c)) = bloscfs::open_path_with(d, &env) {
+    let _ = blosc_decode::detect::probe_path(d);
+    let env = blosc_decode::Env::new(1 << 20);
+    if let Ok(Some(c)) = blosc_decode::open_path_with(d, &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let _ = c.read_at(0, &mut whole);

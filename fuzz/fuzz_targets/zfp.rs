@@ -8,8 +8,8 @@
 //! no block shape), then one byte per dimension (1 to 64), then the stream.
 //! `scripts/fuzz_zfp_seeds.py` writes seeds from python-blosc2's streams.
 #![no_main]
-use bloscfs::codec::{decompress, Params};
-use bloscfs::format::chunk::{Codec, ZfpMode};
+use blosc_decode::codec::{decompress, Params};
+use blosc_decode::format::chunk::{Codec, ZfpMode};
 use libfuzzer_sys::fuzz_target;
 
 const MAX_OUT: u64 = 1 << 20;

@@ -7,14 +7,14 @@
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. Everything else passes through.
 
-use crate::cache::Stats;
-use crate::container::{Container, Env, View};
-use crate::detect::{self, Probe};
-use crate::index::ChunkLoc;
-use crate::io::{self, Stamp};
 use crate::mounts::FuseMounts;
 use crate::names;
-use crate::srcdir::{Caller, SourceDir};
+use blosc_decode::cache::Stats;
+use blosc_decode::container::{Container, Env, View};
+use blosc_decode::detect::{self, Probe};
+use blosc_decode::index::ChunkLoc;
+use blosc_decode::io::{self, Stamp};
+use blosc_decode::srcdir::{Caller, SourceDir};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
@@ -68,7 +68,7 @@ pub struct FsOptions {
     /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
     pub decode_ahead: u64,
     /// May block reads bypass the page cache (`O_DIRECT`)?
-    pub source_io: crate::io::Access,
+    pub source_io: blosc_decode::io::Access,
 }
 
 impl Default for FsOptions {
@@ -76,8 +76,8 @@ impl Default for FsOptions {
         FsOptions {
             cache_size: 256 << 20,
             verify_checksums: true,
-            decode_ahead: crate::container::DEFAULT_DECODE_AHEAD,
-            source_io: crate::io::Access::Auto,
+            decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
+            source_io: blosc_decode::io::Access::Auto,
         }
     }
 }
@@ -203,11 +203,12 @@ pub enum Filled {
 /// replies out of its shared zero page (what a zeroed static in .bss maps)
 /// more slowly than out of ordinary pages, which would put holes below the
 /// FUSE floor.
-pub static ZEROS: std::sync::LazyLock<crate::cache::BlockBuf> = std::sync::LazyLock::new(|| {
-    let mut b = crate::cache::BlockBuf::new(1 << 20);
-    b.populate();
-    b
-});
+pub static ZEROS: std::sync::LazyLock<blosc_decode::cache::BlockBuf> =
+    std::sync::LazyLock::new(|| {
+        let mut b = blosc_decode::cache::BlockBuf::new(1 << 20);
+        b.populate();
+        b
+    });
 
 /// A 64-bit mixing function (splitmix64's finalizer): spreads a birth time
 /// over all the bits of an inode number.

@@ -110,7 +110,9 @@ impl Fs {
         let _ = self.with_fds(|| {
             let r = self.open_checked(path, md);
             let e = match &r {
-                Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+                Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
+                    Err(e.errno())
+                }
                 _ => Ok(()),
             };
             opened = Some(r);
@@ -123,7 +125,12 @@ impl Fs {
                 self.mark_broken(ino, stamp, path, &msg);
                 return Ok(None);
             }
-            Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
+            Err(e)
+                if matches!(
+                    e.kind,
+                    blosc_decode::ErrorKind::Io | blosc_decode::ErrorKind::Changed
+                ) =>
+            {
                 // (Running out of descriptors is logged once, by `with_fds`.)
                 if !exhausted(e.errno()) {
                     self.warn_once(&e.to_string(), &e.to_string());
@@ -147,27 +154,27 @@ impl Fs {
     /// Open the container at `path` if it is still the file or directory
     /// `md` describes (checked on what was opened: a name swapped for a
     /// symbolic link after it was looked up is never followed).
-    fn open_checked(&self, path: &Path, md: &Metadata) -> crate::Result<Option<Container>> {
+    fn open_checked(&self, path: &Path, md: &Metadata) -> blosc_decode::Result<Option<Container>> {
         let swapped = || {
-            crate::Error::new(
-                crate::ErrorKind::Changed,
+            blosc_decode::Error::new(
+                blosc_decode::ErrorKind::Changed,
                 "replaced since it was looked up: not opened",
             )
             .in_file(path)
         };
         if md.is_dir() {
-            if !crate::open::frame::is_sframe_dir(path) {
+            if !blosc_decode::open::frame::is_sframe_dir(path) {
                 return Ok(None);
             }
-            let dir =
-                SourceDir::open(path, false).map_err(|e| crate::Error::from(e).in_file(path))?;
+            let dir = SourceDir::open(path, false)
+                .map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
             if !dir.is(md) {
                 return Err(swapped());
             }
             return detect::open_sframe_dir(Arc::new(dir), &self.env).map(Some);
         }
         let (file, fmd) =
-            io::open_regular(path).map_err(|e| crate::Error::from(e).in_file(path))?;
+            io::open_regular(path).map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
         if !same_file(&fmd, md) {
             return Err(swapped());
         }
@@ -336,14 +343,14 @@ mod tests {
 
     /// A container of `n` zero chunks of 1 KiB (an index and nothing else).
     fn zeros_container(n: usize) -> Arc<Container> {
-        use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
+        use blosc_decode::index::{ChunkEntry, ChunkLoc, Index, Info};
         let chunks = (0..n as u64)
             .map(|i| ChunkEntry {
                 chunk: i,
                 uoff: i * 1024,
                 ulen: 1024,
                 loc: ChunkLoc::Special {
-                    kind: crate::format::chunk::Special::Zeros,
+                    kind: blosc_decode::format::chunk::Special::Zeros,
                     typesize: 1,
                     value: Box::new([]),
                 },

@@ -104,7 +104,7 @@ impl Fs {
                         Ok(Filled::Buf)
                     }
                     Err(e) => {
-                        if e.kind == crate::ErrorKind::Changed {
+                        if e.kind == blosc_decode::ErrorKind::Changed {
                             // A file of it (a sparse frame's chunk file) was
                             // rewritten while the container's own stamp says
                             // unchanged: the next open opens it afresh.

@@ -20,21 +20,28 @@ impl Fs {
             }
         }
         let probed = self.with_fds(|| match detect::probe_path(path) {
-            Err(e) if e.kind == crate::ErrorKind::Io && exhausted(e.errno()) => Err(e.errno()),
+            Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
+                Err(e.errno())
+            }
             r => Ok(r),
         })?;
         let p = match probed {
             Ok(p) => p,
             // A file refused by the rules for links (`srcdir`), or a
             // failing disk: worth a line.
-            Err(e) if e.kind == crate::ErrorKind::Io && e.errno == Some(libc::EIO) => {
+            Err(e) if e.kind == blosc_decode::ErrorKind::Io && e.errno == Some(libc::EIO) => {
                 self.warn_once(
                     &format!("probe:{}:{stamp:?}", path.display()),
                     &format!("{e} (not presented as a container)"),
                 );
                 None
             }
-            Err(e) if matches!(e.kind, crate::ErrorKind::Io | crate::ErrorKind::Changed) => {
+            Err(e)
+                if matches!(
+                    e.kind,
+                    blosc_decode::ErrorKind::Io | blosc_decode::ErrorKind::Changed
+                ) =>
+            {
                 log::debug!("{}: cannot probe: {e}", path.display());
                 None
             }

@@ -45,7 +45,7 @@ pub fn manifest_entry(manifest: &Path, list: &str, rel: &str) -> serde_json::Val
 pub fn reference_bytes(rel: &str) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     let f = manifest_entry(&fixtures().join("manifest.json"), "fixtures", rel);
-    let c = bloscfs::open_path(&fixture(rel)).unwrap().unwrap();
+    let c = blosc_decode::open_path(&fixture(rel)).unwrap().unwrap();
     let mut buf = vec![0u8; c.len() as usize];
     assert_eq!(c.read_at(0, &mut buf).unwrap(), buf.len());
     assert_eq!(
@@ -61,11 +61,11 @@ pub fn reference_bytes(rel: &str) -> Vec<u8> {
 pub fn damaged_copy(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("damaged.b2frame");
     let mut bytes = std::fs::read(fixture("frame/blocks-lz4.b2frame")).unwrap();
-    let good = bloscfs::open_path(&fixture("frame/blocks-lz4.b2frame"))
+    let good = blosc_decode::open_path(&fixture("frame/blocks-lz4.b2frame"))
         .unwrap()
         .unwrap();
     let bad_at = match good.chunks()[1].loc {
-        bloscfs::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
+        blosc_decode::index::ChunkLoc::Stored { offset, .. } => offset as usize + 3000,
         _ => unreachable!(),
     };
     for b in &mut bytes[bad_at..bad_at + 64] {

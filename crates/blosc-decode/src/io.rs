@@ -175,16 +175,16 @@ const DIO_ALIGN: u64 = 4096;
 /// Identity of one version of a file's content: a change of any of these
 /// means other bytes (the file system keeps them for every file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Stamp {
-    pub(crate) size: u64,
-    pub(crate) mtime_ns: i128,
-    pub(crate) ctime_ns: i128,
-    pub(crate) ino: u64,
-    pub(crate) dev: u64,
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+    pub dev: u64,
 }
 
 impl Stamp {
-    pub(crate) fn of(md: &std::fs::Metadata) -> Stamp {
+    pub fn of(md: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp {
             size: md.len(),

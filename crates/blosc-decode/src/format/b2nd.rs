@@ -72,7 +72,7 @@ mod tests {
     use super::*;
     use crate::format::frame::parse_header;
 
-    const ARRAY: &[u8] = include_bytes!("../../tests/data/frame/b2nd-3d.b2nd");
+    const ARRAY: &[u8] = include_bytes!("../../../../tests/data/frame/b2nd-3d.b2nd");
 
     fn meta() -> Vec<u8> {
         let h = parse_header(ARRAY).unwrap();

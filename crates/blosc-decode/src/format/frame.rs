@@ -355,7 +355,7 @@ mod tests {
 
     // Written by python-blosc2 (scripts/gen_frame_fixtures.py): metalayers
     // "dims" and "origin", vlmetalayers "note" and "list", lz4 + shuffle.
-    const FRAME: &[u8] = include_bytes!("../../tests/data/frame/fixed-lz4.b2frame");
+    const FRAME: &[u8] = include_bytes!("../../../../tests/data/frame/fixed-lz4.b2frame");
 
     #[test]
     fn header_fields() {

@@ -1,13 +1,13 @@
 //! Decode kernels on one 256 KiB block: the filters (unshuffle,
 //! bitunshuffle, delta, bytedelta), every codec through
-//! `bloscfs::codec::decompress`, and whole lz4 blocks (codec + filter)
-//! through `bloscfs::decode::decode_block`. Run with `cargo bench --bench kernels`;
+//! `blosc_decode::codec::decompress`, and whole lz4 blocks (codec + filter)
+//! through `blosc_decode::decode::decode_block`. Run with `cargo bench --bench kernels`;
 //! throughput is reported in bytes of decoded output per second.
 
-use bloscfs::codec;
-use bloscfs::decode;
-use bloscfs::filter::{bitshuffle, bytedelta, delta, shuffle};
-use bloscfs::format::chunk::{
+use blosc_decode::codec;
+use blosc_decode::decode;
+use blosc_decode::filter::{bitshuffle, bytedelta, delta, shuffle};
+use blosc_decode::format::chunk::{
     filter_id, ChunkLayout, Codec, FLAG_BITSHUFFLE, FLAG_DONT_SPLIT, FLAG_SHUFFLE,
 };
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
@@ -153,7 +153,7 @@ fn filters(c: &mut Criterion) {
 fn blosclz_stream() -> Option<(Vec<u8>, usize)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/chunk1/blosclz-sh1-ts16-series.blosc"
+        "/../../tests/fixtures/chunk1/blosclz-sh1-ts16-series.blosc"
     );
     let chunk = std::fs::read(path).ok()?;
     let layout = ChunkLayout::parse(&chunk).ok()?;
