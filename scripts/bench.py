@@ -2,6 +2,11 @@
 """bloscfs benchmark: every contender side by side in one run, as ratios.
 
     .venv/bin/python scripts/bench.py [--size 512M] [--runs 3] [--quick] [--doc docs/PERFORMANCE.md]
+    .venv/bin/python scripts/bench.py --table docs/bench/runs/DATE.json [--doc docs/PERFORMANCE.md]
+
+--doc FILE replaces the table between FILE's two `<!-- bench.py ... -->` marker lines
+and saves the run's raw results as JSON in docs/bench/runs/ beside FILE (or --save DIR).
+--table RUN.json measures nothing: it prints a saved run's table, or writes it with --doc.
 
 Makes its own data with python-blosc2 (in $BENCH_DIR, default /tmp/bloscfs-bench),
 then measures, each as the median of --runs:
@@ -22,6 +27,7 @@ Absolute times on a shared 2-core machine are noisy: read the ratios.
 """
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -256,9 +262,22 @@ def main():
     ap.add_argument("--size", default="512M")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small data, 1 run, skip the 16 GiB and 10,000-file parts")
-    ap.add_argument("--doc", help="write the table to this Markdown file")
+    ap.add_argument("--doc", help="replace the table in this Markdown file (between its marker lines)")
+    ap.add_argument("--save", help="write the run's results as JSON into this directory "
+                    "(default with --doc: bench/runs/ beside the doc)")
+    ap.add_argument("--table", help="a saved run (JSON): print its table, or write it to --doc; measures nothing")
     ap.add_argument("--npy-blocks", action="store_true", help="only the .npy block-layout reads (5b)")
     a = ap.parse_args()
+    if a.doc:
+        doc_table_span(open(a.doc).read(), a.doc)  # fail now, not after the run
+    if a.table:
+        with open(a.table) as f:
+            run = json.load(f)
+        if a.doc:
+            write_doc(a.doc, run, a.table)
+        else:
+            print(table_md(run, a.table), end="")
+        return
     size = int(a.size[:-1]) * {"K": 1 << 10, "M": MB, "G": 1 << 30}[a.size[-1]] if a.size[-1] in "KMG" else int(a.size)
     if a.quick:
         size, a.runs = min(size, 64 * MB), 1
@@ -337,8 +356,8 @@ def main():
     # 3. cold random 4 KiB preads vs get_slice: rounds of a fresh mount
     # reading all offsets and get_slice reading them (caches dropped before
     # each; which goes first alternates), the median of the rounds' p50
-    # ratios. One round each gave ratios from 0.8x to 1.3x between repeats
-    # on this machine; reading both in the same round, pair by pair, lets
+    # ratios. A single round of each varies widely between repeats on a
+    # shared machine; reading both in the same round, pair by pair, would let
     # get_slice's buffered reads (and their read-ahead) queue on the disk in
     # front of ours.
     n_r = 300 if not a.quick else 100
@@ -369,10 +388,9 @@ def main():
         s = blosc2.open(p0)
         return sorted(latencies(lambda o: s.get_slice(o // 8, o // 8 + 512), at))
 
-    # This VM's disk is a file on the host, which caches it: a block read a
-    # second time comes back ~70 us sooner (measured: O_DIRECT 172 KB reads
-    # at fresh offsets, p50 166 us, then 97 us over the same offsets). One
-    # get_slice pass first, so no round pays for the host's cold cache.
+    # A virtual machine's disk may be a file the host caches: a block read a
+    # second time then comes back sooner, even with O_DIRECT. One get_slice
+    # pass first, so no round pays for the host's cold cache.
     theirs_round()
 
     def random_rounds(pin, opts=""):
@@ -411,13 +429,11 @@ def main():
         f"(ratios {all_r}; the default reads cold blocks with O_DIRECT)", p50 * 1e6, "us", ratio)
 
     # 4. warm re-read (kernel page cache kept across opens). Both mounted at
-    # once and re-read alternately; measured one after the other the ratio
-    # swung from 0.76x to 1.23x. Whichever file is mounted and read first
-    # re-reads slower on this VM, whatever serves it (two empty FUSE file
-    # systems side by side: 0.67-0.84x for the first, 1.04-1.46x with the
-    # order swapped), so the order alternates between mount pairs, and the
-    # same procedure run on two empty FUSE file systems shows what spread
-    # the method itself has here. The median of the pairs' median ratios.
+    # once and re-read alternately, since measured one after the other the
+    # ratio follows the machine's drift. The file mounted and read first can
+    # re-read slower whatever serves it, so the order alternates between
+    # mount pairs, and the same procedure run on two empty FUSE file systems
+    # shows what spread the method itself has. The median of the pairs' median ratios.
     # A re-read is only warm if the daemon serves none of it: its counter
     # of bytes served is read before and after.
     def warm_pairs(first, second, pairs):
@@ -528,8 +544,8 @@ def main():
         # Zero chunks vs the floor: both mounted at once and the same 512 MiB
         # segments read from each in turn (which goes first alternating), so
         # slow drifts of the host weigh on both alike; every segment is read
-        # once, so every read is cold. The file system mounted second often
-        # read 10-20% faster here, whichever it was, so the first half of the
+        # once, so every read is cold. The file system mounted second can
+        # read faster, whichever it is, so the first half of the
         # span is read with one side mounted first and the second half with
         # the other first; and the same procedure on two empty FUSE file
         # systems shows the spread of the method itself. The median of the
@@ -640,8 +656,8 @@ def main():
     # mount with the page cache dropped (ratarmount's index is kept, as a
     # user's would be), in the foreground so that its unmount is waited
     # for; random rounds alternate which side goes first. Our cold reads
-    # are checked to have decoded their blocks (a warm read here once gave
-    # 25 us and a bogus ratio).
+    # are checked to have decoded their blocks (a warm read would give a
+    # bogus ratio).
     try:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "ratarmount==1.*"], check=True,
                        capture_output=True, timeout=300)
@@ -671,9 +687,9 @@ def main():
 
         Rat().close()
         # ratarmount decodes and keeps whole seek-point intervals (MiBs), so
-        # a read near an earlier one is a hit in its cache: with 50 uniform
-        # reads of 512 MiB about half are, and the p50 falls between the two
-        # modes (0.7 to 17 ms from run to run). Cold reads are reads into
+        # a read near an earlier one is a hit in its cache: with uniform
+        # reads a good part are, and the p50 falls anywhere between the two
+        # modes from run to run. Cold reads are reads into
         # regions nothing read before: one read in each 32 MiB stripe, in
         # random order. The same offsets for both sides.
         stripe = 32 * MB
@@ -723,7 +739,7 @@ def main():
 
         # The reference itself against ratarmount: python-blosc2 in-process
         # on the same frame, cold, the same reads. It says what the targets
-        # ask on this machine.
+        # ask of the machine the bench runs on.
         def ref_random():
             return statistics.median(theirs_round(cold_offs))
 
@@ -760,26 +776,82 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(f"[ratarmount] skipped: {e}")
 
-    if a.doc:
-        cpu = sh("grep -m1 'model name' /proc/cpuinfo").stdout.split(":")[1].strip()
-        # Sections other tools write (the criterion kernels) are kept.
-        kept = ""
-        if os.path.exists(a.doc):
-            old = open(a.doc).read()
-            if "\n## " in old:
-                kept = old[old.index("\n## "):]
-        with open(a.doc, "w") as f:
-            f.write("# Performance\n\n")
-            f.write(f"Measured by `scripts/bench.py --size {a.size} --runs {a.runs}` on {time.strftime('%Y-%m-%d')}, "
-                    f"{os.cpu_count()} vCPUs ({cpu}), {size >> 20} MiB float64 series, 8 MiB chunks, "
-                    f"python-blosc2 {blosc2.__version__} (C-Blosc2 {blosc2.blosclib_version.split()[0]}). "
-                    "Ratios > 1 favour bloscfs except where the line says otherwise; medians of the runs; "
-                    "the machine is shared and noisy.\n\n")
-            f.write("| section | measurement | value | ratio | target |\n|---|---|---|---|---|\n")
-            for sec, what, v, unit, r, tgt in ROWS:
-                f.write(f"| {sec} | {what} | {v:,.3f} {unit} | {'' if r is None else f'{r:.2f}x'} | {tgt or ''} |\n")
-            f.write(kept)
-        print(f"wrote {a.doc}")
+    if a.doc or a.save:
+        run = run_record(a, size)
+        saved = save_run(run, a.save or os.path.join(os.path.dirname(os.path.abspath(a.doc)), "bench", "runs"))
+        print(f"wrote {saved}")
+        if a.doc:
+            write_doc(a.doc, run, saved)
+
+
+TABLE_BEGIN = "<!-- bench.py table: written by scripts/bench.py --doc, do not edit by hand -->"
+TABLE_END = "<!-- bench.py table end -->"
+
+
+def run_record(a, size):
+    """What a run measured and where: the raw results saved as JSON."""
+    cpu = sh("grep -m1 'model name' /proc/cpuinfo").stdout.split(":")[1].strip()
+    try:
+        commit = sh(f"git -C {ROOT} describe --always --dirty").stdout.strip()
+    except subprocess.CalledProcessError:
+        commit = "unknown"
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "command": f"scripts/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else ""),
+        "machine": {"cpus": os.cpu_count(), "cpu": cpu, "kernel": os.uname().release},
+        "series_mib": size >> 20,
+        "versions": {"bloscfs": commit, "python-blosc2": blosc2.__version__,
+                     "c-blosc2": blosc2.blosclib_version.split()[0]},
+        "rows": [{"section": s, "measurement": w, "value": v, "unit": u, "ratio": r, "target": t}
+                 for s, w, v, u, r, t in ROWS],
+    }
+
+
+def save_run(run, d):
+    """Write `run` as d/DATE.json (DATE-2.json, ... if taken); its path."""
+    os.makedirs(d, exist_ok=True)
+    k, path = 1, os.path.join(d, f"{run['date']}.json")
+    while os.path.exists(path):
+        k += 1
+        path = os.path.join(d, f"{run['date']}-{k}.json")
+    with open(path, "w") as f:
+        json.dump(run, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def table_md(run, source=None):
+    """The Markdown table of a run, with a line saying how it was measured."""
+    m, v = run["machine"], run["versions"]
+    out = (f"Measured by `{run['command']}` on {run['date']}, {m['cpus']} vCPUs ({m['cpu']}), "
+           f"{run['series_mib']} MiB float64 series, 8 MiB chunks, bloscfs {v['bloscfs']}, "
+           f"python-blosc2 {v['python-blosc2']} (C-Blosc2 {v['c-blosc2']}); medians of the runs"
+           + (f"; raw results in `{source}`" if source else "") + ".\n\n")
+    out += "| section | measurement | value | ratio | target |\n|---|---|---|---|---|\n"
+    for r in run["rows"]:
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        out += f"| {r['section']} | {r['measurement']} | {r['value']:,.3f} {r['unit']} | {ratio} | {r['target'] or ''} |\n"
+    return out
+
+
+def doc_table_span(text, path):
+    """Where the table goes in `text`: the span between the marker lines."""
+    if TABLE_BEGIN not in text or TABLE_END not in text:
+        sys.exit(f"{path}: no table markers; it needs the lines\n{TABLE_BEGIN}\n{TABLE_END}")
+    start = text.index(TABLE_BEGIN) + len(TABLE_BEGIN) + 1
+    return start, text.index(TABLE_END, start)
+
+
+def write_doc(path, run, source):
+    """Replace the table of the Markdown file `path` with `run`'s."""
+    text = open(path).read()
+    start, end = doc_table_span(text, path)
+    rel = os.path.abspath(source)
+    if rel.startswith(ROOT + os.sep):
+        rel = os.path.relpath(rel, ROOT)
+    with open(path, "w") as f:
+        f.write(text[:start] + table_md(run, rel) + text[end:])
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

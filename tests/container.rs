@@ -489,8 +489,8 @@ fn first_random_read_hints_chunk_headers() {
         let ats: Vec<u64> = if sequential {
             // A scan whose requests arrive a little out of order (as the
             // kernel's read-ahead sends them from two threads): jumps of
-            // two requests are not random reads (they were at first, and
-            // slowed sequential lz4 by 10%).
+            // two requests are not random reads (hints for them would slow
+            // the scan).
             vec![0, 16384, 4096, 8192, 28672, 12288, 32768]
         } else {
             vec![c.chunks()[3].uoff + 100, c.chunks()[6].uoff + 5, 50_000]
@@ -520,11 +520,11 @@ fn first_random_read_hints_chunk_headers() {
     }
 }
 
-/// A block larger than an eighth of the cache used never to be cached (the
-/// budget was split evenly between 8 shards): every read touching it decoded
-/// it whole again, 512 decodes of 16 MiB to read this 64 MiB file in 128 KiB
-/// pieces with `bloscfs cat`'s 64 MiB cache. The shards now share the budget,
-/// so a block of up to half of it is kept. The file is python-blosc2's
+/// A block larger than an eighth of the cache must still be cached (the
+/// shards share one budget rather than an eighth each): else every read
+/// touching it decodes it whole again, 512 decodes of 16 MiB to read this
+/// 64 MiB file in 128 KiB pieces with `bloscfs cat`'s 64 MiB cache. A block
+/// of up to half the budget is kept. The file is python-blosc2's
 /// (4.14: `SChunk(chunksize=32 MiB, data=np.arange(2**23), cparams={codec:
 /// ZSTD, clevel: 1, typesize: 8, blocksize: 16 MiB})`).
 #[test]

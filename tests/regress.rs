@@ -1,5 +1,5 @@
-//! Regression tests for the bugs the fuzzing campaign found (fuzz/README.md,
-//! "Campaign"). Each input under tests/fixtures/regress/ is the minimized
+//! Regression tests for the bugs fuzzing found (listed in fuzz/README.md).
+//! Each input under tests/fixtures/regress/ is the minimized
 //! fuzzer input; each test replays it through what its fuzz target does and
 //! checks the specific fix: an error, never a panic, abort, hang or an
 //! allocation sized by an unchecked field.
@@ -223,7 +223,7 @@ fn lying_block_size_maps_no_memory() {
     );
 }
 
-/// Found by `read_at` (slow unit, pass 5): a 139-byte frame of variable
+/// Found by `read_at` (slow unit): a 139-byte frame of variable
 /// chunk sizes whose offsets index (a run-length chunk) declares 12,583,203
 /// special chunks. The offsets were decoded (100 MB) and the whole chunk
 /// table built (789 MB, 0.8 s in a release build) before the frame was
@@ -356,7 +356,7 @@ fn nan_f32_chunks_of_12_bytes_are_one_entry() {
 /// Zero and NaN chunks alternating (python-blosc2 appending the special
 /// chunks C-Blosc2 makes): every change of kind is a table entry that takes
 /// no room in the file, so an index alternating kinds over 2^24 chunks cost
-/// about 1.4 GB. The changes are now capped (`MAX_SPECIAL_CHANGES`); below
+/// about 1.4 GB. The changes are capped (`MAX_SPECIAL_CHANGES`); below
 /// the cap such a frame reads exactly, above it the open is refused at once.
 #[test]
 fn special_chunks_alternating_kinds_are_capped() {
@@ -390,7 +390,7 @@ fn special_chunks_alternating_kinds_are_capped() {
     );
 }
 
-/// Found by `read_at` (OOM in fork mode, pass 9): a 110-byte chunk of two
+/// Found by `read_at` (OOM in fork mode): a 110-byte chunk of two
 /// blocks of 372 and 195 MiB, with bitshuffle and shuffle. A stream's size
 /// of -1157627842 was taken as a run of one byte (C-Blosc2 refuses a run
 /// below -255: its size is minus the byte repeated), so block 0 decoded:

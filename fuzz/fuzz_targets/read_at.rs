@@ -2,9 +2,9 @@
 //! arbitrary window: must never panic, hang or allocate without bound.
 //!
 //! The input is the file itself, unchanged, so the fixtures seed it as they
-//! are (an earlier version decoded `(u64, u16, Vec<u8>)` with `arbitrary`,
-//! which ate the first 10 bytes of every seed: no seed was detected as a
-//! container). The window is taken from the file's last 10 bytes: offset
+//! are (decoding `(u64, u16, Vec<u8>)` with `arbitrary` would eat the first
+//! 10 bytes of every seed, and no seed would be detected as a container).
+//! The window is taken from the file's last 10 bytes: offset
 //! (u64, modulo the length + 1), then length (u16).
 #![no_main]
 use libfuzzer_sys::fuzz_target;

@@ -208,8 +208,8 @@ def ours(bloscfs, path):
 
 
 def write_and_read(p, arr, chunks, blocks, mode, meta, split):
-    """In a child process (releases before C-Blosc2's fix of June 2026
-    overrun their buffers on split ZFP streams, and may crash): write the
+    """In a child process (older C-Blosc2 releases overrun their buffers
+    on split ZFP streams, and may crash): write the
     array, read it back, and save what the writer reads to `p.ref.npy`.
     Returns None, or why there is no reference."""
     pid = os.fork()

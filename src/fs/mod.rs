@@ -205,10 +205,10 @@ pub enum Filled {
 }
 
 /// Zero bytes to answer reads of holes from. Reads longer than this are
-/// filled. Its pages are our own, written once (1 MiB): replies copied from
-/// the kernel's shared zero page (a zeroed static in .bss) cost the daemon
-/// 11.5 instead of 7 ticks of system time per GiB here, and holes read at
-/// 7.1-7.5 GB/s instead of 10.6-11.5 (an empty FUSE fs: 9.2-10.1).
+/// filled. Its pages are our own, written once (1 MiB): the kernel copies
+/// replies out of its shared zero page (what a zeroed static in .bss maps)
+/// more slowly than out of ordinary pages, which would put holes below the
+/// FUSE floor.
 pub static ZEROS: std::sync::LazyLock<blosc_decode::cache::BlockBuf> =
     std::sync::LazyLock::new(|| {
         let mut b = blosc_decode::cache::BlockBuf::new(1 << 20);

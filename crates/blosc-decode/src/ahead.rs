@@ -417,9 +417,8 @@ mod tests {
 
     /// I/O chores (read-ahead hints) run at normal priority: at idle
     /// priority a hint waits for as long as anything else keeps the CPUs
-    /// busy (beside two niced fuzzers, the first 8 of 16 cold reads still
-    /// read their chunk headers from disk, ~100 us each), and the reads it
-    /// was for go cold.
+    /// busy, so on a loaded machine the reads it was for would fetch their
+    /// chunk headers from disk themselves before it ran.
     #[test]
     fn io_chores_run_at_normal_priority() {
         assert_eq!(chore_policy(Ahead::spawn_io), libc::SCHED_OTHER);

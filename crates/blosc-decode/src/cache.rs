@@ -365,9 +365,9 @@ impl BlockCache {
     }
 
     /// Take out the least recently used block of all: the oldest of the
-    /// shards' least recently used ones. (Taking the inserting key's shard's
-    /// own, a sequential reader over a working set the size of the cache
-    /// lost a third of it before it was done with it.)
+    /// shards' least recently used ones. (Evicting from the inserting key's
+    /// shard only would make a sequential reader over a working set the size
+    /// of the cache lose part of it before it is done with it.)
     fn evict_oldest(&self) -> Option<Block> {
         for _ in 0..SHARDS {
             let oldest = (0..SHARDS)

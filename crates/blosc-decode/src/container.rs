@@ -72,11 +72,11 @@ impl Env {
     }
 }
 
-/// Default decode-ahead for sequential readers: off. Measured on 2 CPUs,
-/// the kernel's own read-ahead already keeps two requests in flight, one per
-/// FUSE thread, so both CPUs decode and decoding ahead only adds a copy
-/// (lz4 2.27 vs 2.02 GB/s, zstd 1.37 vs 1.30 with 4 MiB ahead). It pays
-/// where CPUs outnumber the requests in flight and codecs are slow.
+/// Default decode-ahead for sequential readers: off. The kernel's own
+/// read-ahead keeps a request in flight per FUSE thread, so with as many
+/// CPUs as FUSE threads every CPU already decodes and decoding ahead only
+/// adds a copy (`scripts/bench.py` compares both). It pays where CPUs
+/// outnumber the requests in flight and codecs are slow.
 pub const DEFAULT_DECODE_AHEAD: u64 = 0;
 
 impl Default for Env {
@@ -351,8 +351,8 @@ impl Container {
     /// kernel read the start (header and
     /// block starts) of every stored chunk not parsed yet, all at once and
     /// in the background: the first read of each chunk after that waits for
-    /// one disk read (its block) instead of two in a row. Measured on the
-    /// bench's 512 MiB zstd frame: see docs/PERFORMANCE.md. Sequential
+    /// one disk read (its block) instead of two in a row (the bench's cold
+    /// random reads, `scripts/bench.py`, measure it). Sequential
     /// readers never ask for it; at most `MAX_HINTED` chunks are hinted.
     fn hint_headers(&self, jump: u64) {
         /// Header and block starts of chunks of up to ~2,000 blocks.

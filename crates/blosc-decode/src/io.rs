@@ -6,8 +6,8 @@
 //!
 //! Block reads go through [`Source::read_span`], which may bypass the page
 //! cache for a cold random read (`O_DIRECT`): the kernel then neither fills
-//! page-cache pages nor copies out of them, and a 170 KB read from disk took
-//! 75 us instead of 123 us here.
+//! page-cache pages nor copies out of them, and the read costs about the
+//! disk's time alone.
 
 use crate::error::{Error, Result};
 use crate::srcdir::SourceDir;
