@@ -82,11 +82,13 @@ def wait_mounted(mp, on=True):
 
 
 class Mount:
-    def __init__(self, src, mp, opts="", pin=None):
+    def __init__(self, src, mp, opts="", pin=None, xattr=True):
         self.mp = mp
         os.makedirs(mp, exist_ok=True)
         if is_mounted(mp):
             subprocess.run(["fusermount3", "-u", mp])
+        # xattr: the counters (`user.bloscfs.stats`) are read from the mount.
+        opts = ",".join(o for o in ("xattr" if xattr else "", opts) if o)
         cmd = [BIN, "-f"] + (["-o", opts] if opts else []) + [src, mp]
         if pin is not None:
             cmd = ["taskset", "-c", str(pin)] + cmd
@@ -103,6 +105,51 @@ class Mount:
     def close(self):
         subprocess.run(["fusermount3", "-u", self.mp])
         self.p.wait()
+
+
+def big_dir(d, n):
+    """A directory of `n` empty files under `d` (made once)."""
+    path = os.path.join(d, f"files-{n}")
+    last = os.path.join(path, f"f{n - 1:07d}")
+    if not os.path.exists(last):
+        os.makedirs(path, exist_ok=True)
+        for i in range(n):
+            open(os.path.join(path, f"f{i:07d}"), "wb").close()
+    return path
+
+
+def ls_many(src, mp, n, rounds=3):
+    """`ls -l` of `src` through a fresh mount vs the source itself: time
+    ratio (median of the rounds), daemon peak memory per entry."""
+    def ls(p):
+        t0 = time.perf_counter()
+        out = sh(f"ls -l {p} | wc -l").stdout
+        t = time.perf_counter() - t0
+        assert int(out) == n + 1, out
+        return t
+
+    def ours():
+        m = Mount(src, mp, xattr=False)  # the default
+        t = ls(mp)
+        hwm = m.rss_hwm_kib()
+        m.close()
+        return t, hwm
+
+    ls(src)  # the source's inodes in memory, as a listing the user just made
+    ratios, ts, hwms = [], [], []
+    for k in range(rounds):
+        if k % 2 == 0:
+            (t, hwm), s = ours(), ls(src)
+        else:
+            s, (t, hwm) = ls(src), ours()
+        ratios.append(t / s)
+        ts.append(t)
+        hwms.append(hwm)
+    r = statistics.median(ratios)
+    row("tree", f"ls -l of {n:,} files: fresh mount vs source (ratios {[round(x, 2) for x in sorted(ratios)]}; "
+        "ours/source)", statistics.median(ts), "s", r, "<= 3x")
+    row("tree", f"daemon VmHWM per entry after ls -l of {n:,} files", statistics.median(hwms) * 1024 / n,
+        "B", None, "")
 
 
 class Floor:
@@ -267,6 +314,7 @@ def main():
                     "(default with --doc: bench/runs/ beside the doc)")
     ap.add_argument("--table", help="a saved run (JSON): print its table, or write it to --doc; measures nothing")
     ap.add_argument("--npy-blocks", action="store_true", help="only the .npy block-layout reads (5b)")
+    ap.add_argument("--ls", action="store_true", help="only ls -l of 100,000 (and without --quick 1,000,000) files (7b)")
     a = ap.parse_args()
     if a.doc:
         doc_table_span(open(a.doc).read(), a.doc)  # fail now, not after the run
@@ -286,7 +334,7 @@ def main():
     os.makedirs(src, exist_ok=True)
     mp = os.path.join(d, "mnt")
     fmp = os.path.join(d, "floor")
-    for b in [BIN] + ([] if a.npy_blocks else [FLOOR]):
+    for b in [BIN] + ([] if a.npy_blocks or a.ls else [FLOOR]):
         if not os.path.exists(b):
             sys.exit(f"{b} missing: run `cargo build --release` and "
                      "`CARGO_TARGET_DIR=target cargo build --release --manifest-path scripts/fusefloor/Cargo.toml`")
@@ -296,6 +344,10 @@ def main():
                 ("zlib-shuffle", C.ZLIB, F.SHUFFLE)]
     if a.npy_blocks:
         npy_blocks(src, mp, a)
+        return
+    if a.ls:
+        for n in [100_000] + ([] if a.quick else [1_000_000]):
+            ls_many(big_dir(d, n), mp, n)
         return
     print(f"making data in {src} ({size >> 20} MiB per series)...", flush=True)
     files = {name: make_series(src, size, c, f, f"{name}-{size >> 20}M") for name, c, f in variants}
@@ -651,6 +703,12 @@ def main():
         assert int(out) >= 10_000
         row("tree", "mount of 10,000 containers", t_mount, "s", None, "< 0.5 s")
         row("tree", "ls -l of 10,000 containers, cold", t_ls, "s", None, "< 1.5 s")
+
+    # 7b. ls -l of a directory of many plain files: a fresh mount each
+    # round (no listing in the daemon, no names in the kernel) against the
+    # source with its inodes cached, rounds alternating which goes first.
+    for n in [100_000] + ([] if a.quick else [1_000_000]):
+        ls_many(big_dir(d, n), mp, n)
 
     # 8. ratarmount on the same bytes as .tar.gz. Each side gets a fresh
     # mount with the page cache dropped (ratarmount's index is kept, as a

@@ -31,7 +31,7 @@ for i in range(0, len(raw), 8 << 20):
 open(f"{src}/README.txt", "w").write("other files pass through unchanged\n")
 PY
 if grep -qs " $mnt " /proc/mounts; then fusermount3 -u "$mnt"; fi
-bloscfs "$src" "$mnt"
+bloscfs -o xattr "$src" "$mnt"
 echo "== mounted $src on $mnt"
 ls -l "$src" "$mnt"
 .venv/bin/python -c "import numpy as np; a = np.load('$mnt/temperature.npy', mmap_mode='r'); print('temperature.npy', a.shape, a.dtype, a[1000, :3])"

@@ -41,7 +41,8 @@ Options:
   -o default_permissions let the kernel check permissions
   -o verify_checksums    verify Bloscpack chunk checksums on first read (default)
   -o noverify            do not verify Bloscpack checksums
-  -o noxattr             no extended attributes: `ls -l` then costs no request per entry
+  -o xattr               serve extended attributes (user.blosc.*, user.bloscfs.stats);
+                         `ls -l` then asks two of every entry (default: off)
   -o logfile=PATH        log to PATH instead of syslog when daemonized
   -o fsname=NAME         source name shown in mount tables (default: SOURCE)
   -o subtype=NAME        file system subtype (default: bloscfs)
@@ -64,8 +65,8 @@ pub struct MountArgs {
     pub decode_ahead: u64,
     pub source_io: blosc_decode::io::Access,
     pub verify: bool,
-    /// Serve extended attributes (`-o noxattr`: none, and the kernel
-    /// stops asking).
+    /// Serve extended attributes (`-o xattr`). Off, the kernel is told
+    /// once and asks no more.
     pub xattr: bool,
     pub allow_other: bool,
     pub allow_root: bool,
@@ -96,7 +97,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
         decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
         source_io: blosc_decode::io::Access::Auto,
         verify: true,
-        xattr: true,
+        xattr: false,
         allow_other: false,
         allow_root: false,
         default_permissions: false,

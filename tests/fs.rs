@@ -892,3 +892,94 @@ fn a_link_to_a_container_points_at_its_presented_name() {
         std::fs::metadata(s.join("data.b2frame")).unwrap().len()
     );
 }
+
+/// A directory read in many small requests is listed from the source once
+/// (at `opendir`), gives every entry once and in order, and keeps its
+/// offsets while the source directory changes; reading from offset 0 again
+/// (`rewinddir`) sees the change.
+#[test]
+fn a_directory_read_in_small_requests_is_listed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    const N: usize = 5_000;
+    for i in 0..N {
+        std::fs::write(dir.path().join(format!("f{i:05}")), b"").unwrap();
+    }
+    let fs = Fs::new(dir.path(), &FsOptions::default()).unwrap();
+    let fh = fs.opendir(ROOT_INO).unwrap();
+    let built = fs.listings_built();
+    let read_all = |fs: &Fs, per: usize, mut during: Box<dyn FnMut(usize) + '_>| {
+        let (mut names, mut off) = (Vec::new(), 0);
+        loop {
+            let mut got = 0;
+            fs.readdir_at(fh, off, false, |e| {
+                if got == per {
+                    return true;
+                }
+                names.push(e.name.to_string_lossy().into_owned());
+                off = e.next;
+                got += 1;
+                false
+            })
+            .unwrap();
+            if got == 0 {
+                return names;
+            }
+            during(names.len());
+        }
+    };
+    let mut changed = false;
+    let names = read_all(
+        &fs,
+        37,
+        Box::new(|n| {
+            if n >= 1_000 && !std::mem::replace(&mut changed, true) {
+                // The source directory changes, and the listing's TTL passes.
+                std::fs::write(dir.path().join("a-new-file"), b"").unwrap();
+                std::fs::remove_file(dir.path().join("f04000")).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(1100));
+            }
+        }),
+    );
+    assert_eq!(fs.listings_built(), built, "the listing was built again");
+    let expected: Vec<String> = [".".to_string(), "..".to_string()]
+        .into_iter()
+        .chain((0..N).map(|i| format!("f{i:05}")))
+        .collect();
+    assert_eq!(names, expected);
+    // rewinddir: a fresh listing.
+    let again = read_all(&fs, 1_000, Box::new(|_| {}));
+    assert!(again.contains(&"a-new-file".to_string()));
+    assert!(!again.contains(&"f04000".to_string()));
+    assert_eq!(again.len(), N + 2);
+    fs.releasedir(fh);
+}
+
+/// `readdirplus` gives each entry's attributes, as a lookup would, and
+/// counts each entry given as a lookup the kernel will forget.
+#[test]
+fn readdirplus_gives_attributes_and_counts_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = source_with_fixtures(dir.path());
+    let fs = Fs::new(&src, &FsOptions::default()).unwrap();
+    let fh = fs.opendir(ROOT_INO).unwrap();
+    let mut plus = Vec::new();
+    fs.readdir_at(fh, 0, true, |e| {
+        plus.push((e.name.to_owned(), e.attr.clone().unwrap()));
+        false
+    })
+    .unwrap();
+    fs.releasedir(fh);
+    assert!(plus.len() > 3);
+    let held = fs.nodes_held();
+    assert_eq!(held, plus.len() - 2, "each entry but . and .. is a lookup");
+    for (name, a) in &plus[2..] {
+        let mut looked = fs.lookup(ROOT_INO, name).unwrap();
+        // Probing a file reads it, which may move its access time.
+        looked.atime = a.atime;
+        assert_eq!(&looked, a, "{name:?}");
+    }
+    for (_, a) in &plus[2..] {
+        fs.forget(a.ino, 2);
+    }
+    assert_eq!(fs.nodes_held(), 0);
+}

@@ -146,7 +146,7 @@ fn unmodified_tools_read_exact_bytes() {
     if !fuse_available() {
         return;
     }
-    let mut m = Mount::foreground(&["-o", "cache_size=4M"]);
+    let mut m = Mount::foreground(&["-o", "cache_size=4M,xattr"]);
     let mp = m.mp();
     let mut names: Vec<String> = std::fs::read_dir(&mp)
         .unwrap()
@@ -889,7 +889,7 @@ fn names_recreated_while_read_never_serve_another_file() {
     let (src, mp) = (dir.path().join("src"), dir.path().join("mnt"));
     std::fs::create_dir_all(&src).unwrap();
     std::fs::create_dir_all(&mp).unwrap();
-    let (mut m, log) = Mount { dir, child: None }.mount_logged(&[]);
+    let (mut m, log) = Mount { dir, child: None }.mount_logged(&["-o", "xattr"]);
     let content = |name: &str, gen: u64| format!("{name}:{gen}:").repeat(50).into_bytes();
     let stop = AtomicBool::new(false);
     let (served, failed) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -1029,5 +1029,67 @@ fn a_sparse_frame_of_more_chunk_files_than_descriptors_reads_whole() {
             got.len()
         );
     }
+    m.unmount();
+}
+
+/// The daemon's read system calls so far: one per FUSE request it took.
+fn requests_of(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `ls -l` of a large directory costs a request per few hundred entries,
+/// not several per entry: the listing comes with every entry's attributes
+/// (readdirplus) and, extended attributes being off by default, the kernel
+/// stops asking for `security.selinux` and `system.posix_acl_access`. What
+/// `ls -l` shows agrees with the source.
+#[test]
+fn ls_l_of_a_large_directory_takes_few_requests() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    let big = m.src().join("big");
+    std::fs::create_dir(&big).unwrap();
+    const N: usize = 20_000;
+    for i in 0..N {
+        std::fs::write(big.join(format!("f{i:05}")), vec![b'x'; i % 7]).unwrap();
+    }
+    let mut m = m.mount_foreground(&[]);
+    let pid = m.child.as_ref().unwrap().id();
+    let before = requests_of(pid);
+    let listed = sh(&format!(
+        "ls -l --time-style=+ {}",
+        m.mp().join("big").display()
+    ));
+    let requests = requests_of(pid) - before;
+    let source = sh(&format!("ls -l --time-style=+ {}", big.display()));
+    assert!(listed.status.success());
+    // Names, sizes and modes as on the source (owner and links too).
+    let cols = |o: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let (ours, theirs) = (cols(&listed), cols(&source));
+    assert_eq!(ours.len(), N);
+    assert_eq!(
+        ours,
+        theirs
+            .iter()
+            .map(|l| l.replacen("-rw-r--r--", "-r--r--r--", 1))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        requests < 1_000,
+        "ls -l of {N} entries took {requests} requests"
+    );
     m.unmount();
 }

@@ -130,6 +130,11 @@ impl Fs {
         }
     }
 
+    /// How many listings were built from the source so far.
+    pub fn listings_built(&self) -> u64 {
+        self.listings_built.load(Ordering::Relaxed)
+    }
+
     /// Entries of directory `ino` (with `.` and `..`), read whole.
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
         let fh = self.opendir(ino)?;

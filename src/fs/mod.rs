@@ -136,13 +136,24 @@ pub struct DirEntry {
     pub name: OsString,
 }
 
-struct DirListing {
+pub(super) struct DirListing {
     stamp: Stamp,
     /// (presented name, source name, what, source metadata), sorted by source name.
     entries: Vec<(OsString, OsString, What, Metadata)>,
-    /// presented name -> index in `entries`
-    by_name: HashMap<OsString, usize>,
+    /// Indices of `entries` in the order of their presented names.
+    by_name: Vec<u32>,
     built: Instant,
+}
+
+impl DirListing {
+    /// The entry presented as `name`.
+    fn find(&self, name: &OsStr) -> Option<&(OsString, OsString, What, Metadata)> {
+        let i = self
+            .by_name
+            .binary_search_by(|&i| self.entries[i as usize].0.as_os_str().cmp(name))
+            .ok()?;
+        Some(&self.entries[self.by_name[i] as usize])
+    }
 }
 
 /// A listing is rebuilt when its directory changes, and at the latest after
@@ -187,6 +198,8 @@ pub struct Fs {
     handles: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
     /// Open directories.
     dir_handles: Mutex<HashMap<u64, Arc<DirHandle>>>,
+    /// Listings built from the source (tests: how often a directory is read).
+    listings_built: AtomicU64,
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
@@ -290,6 +303,7 @@ impl Fs {
             broken: Mutex::new(HashMap::new()),
             handles: RwLock::new(HashMap::new()),
             dir_handles: Mutex::new(HashMap::new()),
+            listings_built: AtomicU64::new(0),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
         })

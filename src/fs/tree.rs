@@ -10,6 +10,9 @@ impl Fs {
     /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
     /// is cached: the file is not taken for a plain one for good.
     pub(super) fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
+        if md.is_file() && md.len() < detect::MIN_LEN {
+            return Ok(None);
+        }
         let Some(stamp) = Self::stamp_of(path, md) else {
             return Ok(None);
         };
@@ -81,15 +84,18 @@ impl Fs {
         if let Some(l) = cached {
             return Ok(l);
         }
+        // The stale listing goes before its successor is built: two of a
+        // large directory's listings would double the daemon's memory.
+        self.dirs.lock().remove(&ino);
+        self.listings_built.fetch_add(1, Ordering::Relaxed);
         let mounts = self.fuse_mounts.inside();
         let found = self.with_fds(|| {
             let mut found = Vec::new();
             for name in longpath::read_dir_names(&path).map_err(|e| errno_of(&e))? {
                 let name = name.map_err(|e| errno_of(&e))?;
-                let p = path.join(&name);
                 // A FUSE mount point is not stat'ed, let alone listed.
-                if !mounts.iter().any(|m| p.starts_with(m)) {
-                    found.push((name, p));
+                if !mounts.iter().any(|m| path.join(&name).starts_with(m)) {
+                    found.push(name);
                 }
             }
             Ok(found)
@@ -98,13 +104,15 @@ impl Fs {
         // I/O-bound, so spread it over a few threads.
         let workers = found.len().div_ceil(256).clamp(1, 8);
         let per = found.len().div_ceil(workers).max(1);
+        let dir = &path;
         let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
             let hs: Vec<_> = found
                 .chunks(per)
                 .map(|part| {
                     sc.spawn(move || {
                         let mut out = Vec::with_capacity(part.len());
-                        for (name, p) in part {
+                        for name in part {
+                            let p = &dir.join(name);
                             let Ok(md) = longpath::symlink_metadata(p) else {
                                 continue;
                             };
@@ -128,11 +136,8 @@ impl Fs {
             .into_iter()
             .map(|(p, n, (w, md))| (p, n, w, md))
             .collect();
-        let by_name = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.0.clone(), i))
-            .collect();
+        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| entries[a as usize].0.cmp(&entries[b as usize].0));
         let l = Arc::new(DirListing {
             stamp,
             built: Instant::now(),
@@ -231,7 +236,7 @@ impl Fs {
         }
         let dir = self.path_of(parent)?;
         let listed = |l: &DirListing| {
-            let (_, src, what, _) = &l.entries[*l.by_name.get(name).ok_or(libc::ENOENT)?];
+            let (_, src, what, _) = l.find(name).ok_or(libc::ENOENT)?;
             Ok((dir.join(src), Some(what.is_container())))
         };
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {

@@ -30,6 +30,10 @@ pub enum Kind {
 }
 
 /// Guess the format from a file's first bytes and its length.
+/// No container is shorter (a Blosc chunk's header alone is 16 bytes): a
+/// shorter file is plain, known without opening it.
+pub const MIN_LEN: u64 = 16;
+
 pub fn sniff(head: &[u8], file_len: u64) -> Option<Kind> {
     if frame::is_frame(head) {
         return Some(Kind::Frame);
