@@ -91,9 +91,11 @@ impl Fs {
             }
         }
         let start = offset.saturating_sub(FIRST) as usize;
+        let mut looked = Vec::new();
         for (i, (presented, src, what, md)) in l.entries.iter().enumerate().skip(start) {
             let ino = self.ino_for(md);
-            let attr = plus.then(|| self.attr_of(ino, what, md, &dir.join(src)));
+            let path = plus.then(|| dir.join(src));
+            let attr = path.as_ref().map(|p| self.attr_of(ino, what, md, p));
             let item = DirItem {
                 ino,
                 kind: kind_of(what),
@@ -104,10 +106,11 @@ impl Fs {
             if add(item) {
                 break;
             }
-            if plus {
-                self.looked_up(ino, dir.join(src), h.ino);
+            if let Some(p) = path {
+                looked.push((ino, p));
             }
         }
+        self.looked_up_all(looked, h.ino);
         Ok(())
     }
 

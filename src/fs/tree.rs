@@ -372,15 +372,22 @@ impl Fs {
 
     /// Count a lookup of `ino`, found at `path` in directory `parent`.
     pub(super) fn looked_up(&self, ino: u64, path: PathBuf, parent: u64) {
+        self.looked_up_all(vec![(ino, path)], parent);
+    }
+
+    /// Count a lookup of each (inode, path) found in directory `parent`.
+    pub(super) fn looked_up_all(&self, found: Vec<(u64, PathBuf)>, parent: u64) {
         let mut nodes = self.nodes.write();
-        let n = nodes.entry(ino).or_insert_with(|| Node {
-            path: PathBuf::new(),
-            parent,
-            lookups: 0,
-        });
-        n.path = path;
-        n.parent = parent;
-        n.lookups += 1;
+        for (ino, path) in found {
+            let n = nodes.entry(ino).or_insert_with(|| Node {
+                path: PathBuf::new(),
+                parent,
+                lookups: 0,
+            });
+            n.path = path;
+            n.parent = parent;
+            n.lookups += 1;
+        }
     }
 
     /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
