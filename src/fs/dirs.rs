@@ -138,6 +138,11 @@ impl Fs {
         self.listings_built.load(Ordering::Relaxed)
     }
 
+    /// How many files were probed so far.
+    pub fn probes_run(&self) -> u64 {
+        self.probes_run.load(Ordering::Relaxed)
+    }
+
     /// Entries of directory `ino` (with `.` and `..`), read whole.
     pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
         let fh = self.opendir(ino)?;

@@ -200,6 +200,8 @@ pub struct Fs {
     dir_handles: Mutex<HashMap<u64, Arc<DirHandle>>>,
     /// Listings built from the source (tests: how often a directory is read).
     listings_built: AtomicU64,
+    /// Files probed (read to see whether they are containers).
+    probes_run: AtomicU64,
     next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     logged: Mutex<HashSet<String>>,
@@ -304,6 +306,7 @@ impl Fs {
             handles: RwLock::new(HashMap::new()),
             dir_handles: Mutex::new(HashMap::new()),
             listings_built: AtomicU64::new(0),
+            probes_run: AtomicU64::new(0),
             next_fh: AtomicU64::new(1),
             logged: Mutex::new(HashSet::new()),
         })

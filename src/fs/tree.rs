@@ -22,6 +22,7 @@ impl Fs {
                 return Ok(p.clone());
             }
         }
+        self.probes_run.fetch_add(1, Ordering::Relaxed);
         let probed = self.with_fds(|| match detect::probe_path(path) {
             Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
                 Err(e.errno())
