@@ -2,6 +2,7 @@
 //! only the blocks a read touches.
 
 pub mod after;
+pub(crate) mod bytes;
 pub mod ahead;
 pub mod cache;
 pub mod codec;
