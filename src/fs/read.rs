@@ -137,6 +137,8 @@ impl Fs {
         let c = match &*h {
             Handle::Container(c, ..) => c,
             Handle::Plain { file: f, .. } => {
+                // SAFETY: lseek on a descriptor `f` owns and keeps open for
+                // the call; it touches no memory of ours.
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
                 return if r < 0 {
                     Err(std::io::Error::last_os_error()
