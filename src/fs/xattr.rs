@@ -89,9 +89,7 @@ impl Fs {
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
         // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
+            return Err(io::last_errno());
         }
         Ok([
             s.f_blocks,
