@@ -81,6 +81,11 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    /// How many bytes are left from the cursor on.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
     /// The next `n` bytes.
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         let s = self

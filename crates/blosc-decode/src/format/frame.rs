@@ -107,14 +107,12 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         buf.len()
     );
     let hbuf = &buf[..header_len as usize];
-    let mut r = Reader::new(hbuf);
-    let top = r.buf[0];
-    let n = (top & 0x0f) as usize;
-    r.pos = 1;
+    let n = (hbuf[0] & 0x0f) as usize;
+    let mut r = Reader::at(hbuf, 1);
     ensure!(n >= 11, corrupt, "frame header has {n} fields, too few");
     let mut vals = Vec::with_capacity(n);
     for _ in 0..n {
-        if r.pos >= hbuf.len() {
+        if r.pos() >= hbuf.len() {
             break;
         }
         vals.push(r.read()?);
@@ -267,13 +265,12 @@ pub fn trailer_len(tail: &[u8]) -> Result<u64> {
 
 /// Variable-length metalayers from the trailer: (name, raw value chunk bytes).
 pub fn parse_trailer(tr: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut r = Reader::new(tr);
     ensure!(
         !tr.is_empty() && (tr[0] & 0xf0) == 0x90,
         corrupt,
         "frame trailer: not a msgpack array"
     );
-    r.pos = 1;
+    let mut r = Reader::at(tr, 1);
     let _version = r.read()?;
     let mut out = Vec::new();
     if let Val::Array(parts) = r.read()? {
