@@ -102,13 +102,7 @@ pub fn decode_block(
     out: &mut [u8],
 ) -> Result<()> {
     let h = &layout.header;
-    let bsize = layout.block_len(i) as usize;
-    ensure!(
-        out.len() == bsize,
-        corrupt,
-        "internal: block buffer of {} bytes for a block of {bsize}",
-        out.len()
-    );
+    let bsize = block_len_of(layout, i, out)?;
     if h.memcpyed() {
         ensure!(data.len() >= bsize, truncated, "memcpyed block is short");
         out.copy_from_slice(&data[..bsize]);
@@ -149,6 +143,12 @@ pub fn decode_block_streams(
     data: &[u8],
     out: &mut [u8],
 ) -> Result<()> {
+    block_len_of(layout, i, out)?;
+    decode_streams(layout, i, data, out)
+}
+
+/// The size of block `i`, which the buffer `out` given for it must have.
+fn block_len_of(layout: &ChunkLayout, i: u32, out: &[u8]) -> Result<usize> {
     let bsize = layout.block_len(i) as usize;
     ensure!(
         out.len() == bsize,
@@ -156,7 +156,7 @@ pub fn decode_block_streams(
         "internal: block buffer of {} bytes for a block of {bsize}",
         out.len()
     );
-    decode_streams(layout, i, data, out)
+    Ok(bsize)
 }
 
 /// The filter pipeline of one block: the streams are decoded into `out` or

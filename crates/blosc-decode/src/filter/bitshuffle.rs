@@ -179,7 +179,7 @@ mod x86 {
     //! is read at `k * stride + g .. k * stride + g + W <= src.len()` and the
     //! output written at `8 * g .. 8 * (g + W) <= dst.len()`.
 
-    use super::super::shuffle::x86::{net128, net256};
+    use super::super::shuffle::x86::{for_tiles, net128, net256};
     use std::arch::x86_64::*;
 
     /// `7 * stride + groups <= len`, without overflow.
@@ -251,19 +251,8 @@ mod x86 {
                 && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut g = 0;
-        // SAFETY: every tile starts at `g <= groups - 16` (full tiles, then
-        // one overlapping the previous, rewriting identical bytes); bounds
-        // asserted above.
-        unsafe {
-            while g + 16 <= groups {
-                tile128(s, stride, d, g);
-                g += 16;
-            }
-            if g < groups {
-                tile128(s, stride, d, groups - 16);
-            }
-        }
+        // SAFETY: every tile starts at `g <= groups - 16`; bounds asserted above.
+        for_tiles(groups, 16, |g| unsafe { tile128(s, stride, d, g) });
     }
 
     /// Groups `g..g + 32`.
@@ -307,18 +296,9 @@ mod x86 {
                 && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut g = 0;
         // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`;
         // AVX2 is enabled in this function.
-        unsafe {
-            while g + 32 <= groups {
-                tile256(s, stride, d, g);
-                g += 32;
-            }
-            if g < groups {
-                tile256(s, stride, d, groups - 32);
-            }
-        }
+        for_tiles(groups, 32, |g| unsafe { tile256(s, stride, d, g) });
     }
 }
 

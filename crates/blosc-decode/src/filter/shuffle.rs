@@ -232,6 +232,22 @@ pub(crate) mod x86 {
         v
     }
 
+    /// Call `f` with the start of each tile of `w` elements covering `0..n`
+    /// (`n >= w`): whole tiles, then one last tile ending at `n` that
+    /// overlaps the one before (it rewrites some elements with the same
+    /// bytes). Every start is at most `n - w`.
+    #[inline(always)]
+    pub(crate) fn for_tiles(n: usize, w: usize, mut f: impl FnMut(usize)) {
+        let mut i = 0;
+        while i + w <= n {
+            f(i);
+            i += w;
+        }
+        if i < n {
+            f(n - w);
+        }
+    }
+
     /// Transpose elements `i..i + 16` of a `TS x n` matrix.
     ///
     /// # Safety
@@ -258,20 +274,9 @@ pub(crate) mod x86 {
     pub(crate) fn pow2_sse2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 16 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut i = 0;
         // SAFETY: both buffers hold `TS * n` bytes (asserted) and every tile
-        // starts at `i <= n - 16`: full tiles while `i + 16 <= n`, then one
-        // last tile at `n - 16` overlapping the previous one (it rewrites
-        // some elements with the same bytes).
-        unsafe {
-            while i + 16 <= n {
-                tile128::<TS>(s, d, n, i);
-                i += 16;
-            }
-            if i < n {
-                tile128::<TS>(s, d, n, n - 16);
-            }
-        }
+        // starts at `i <= n - 16`.
+        for_tiles(n, 16, |i| unsafe { tile128::<TS>(s, d, n, i) });
     }
 
     /// Transpose elements `i..i + 32` of a `TS x n` matrix.
@@ -308,18 +313,9 @@ pub(crate) mod x86 {
     pub(crate) fn pow2_avx2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 32 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut i = 0;
         // SAFETY: as in `pow2_sse2`, every tile starts at `i <= n - 32`;
         // AVX2 is enabled in this function.
-        unsafe {
-            while i + 32 <= n {
-                tile256::<TS>(s, d, n, i);
-                i += 32;
-            }
-            if i < n {
-                tile256::<TS>(s, d, n, n - 32);
-            }
-        }
+        for_tiles(n, 32, |i| unsafe { tile256::<TS>(s, d, n, i) });
     }
 
     /// Transpose rows `j0..j0 + G` of elements `i..i + 16` of a `ts x n`
