@@ -179,7 +179,7 @@ mod x86 {
     //! is read at `k * stride + g .. k * stride + g + W <= src.len()` and the
     //! output written at `8 * g .. 8 * (g + W) <= dst.len()`.
 
-    use super::super::shuffle::x86::{for_tiles, net128, net256};
+    use super::super::shuffle::x86::{net128, net256, tile_starts};
     use std::arch::x86_64::*;
 
     /// `7 * stride + groups <= len`, without overflow.
@@ -251,8 +251,10 @@ mod x86 {
                 && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        // SAFETY: every tile starts at `g <= groups - 16`; bounds asserted above.
-        for_tiles(groups, 16, |g| unsafe { tile128(s, stride, d, g) });
+        for g in tile_starts(groups, 16) {
+            // SAFETY: every tile starts at `g <= groups - 16`; bounds asserted above.
+            unsafe { tile128(s, stride, d, g) };
+        }
     }
 
     /// Groups `g..g + 32`.
@@ -296,9 +298,11 @@ mod x86 {
                 && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
         );
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`;
-        // AVX2 is enabled in this function.
-        for_tiles(groups, 32, |g| unsafe { tile256(s, stride, d, g) });
+        for g in tile_starts(groups, 32) {
+            // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`;
+            // AVX2 is enabled in this function.
+            unsafe { tile256(s, stride, d, g) };
+        }
     }
 }
 

@@ -232,20 +232,15 @@ pub(crate) mod x86 {
         v
     }
 
-    /// Call `f` with the start of each tile of `w` elements covering `0..n`
-    /// (`n >= w`): whole tiles, then one last tile ending at `n` that
-    /// overlaps the one before (it rewrites some elements with the same
-    /// bytes). Every start is at most `n - w`.
+    /// The starts of the tiles of `w` elements covering `0..n` (`n >= w`):
+    /// whole tiles, then one last tile ending at `n` that overlaps the one
+    /// before (it rewrites some elements with the same bytes). Every start
+    /// is at most `n - w`.
     #[inline(always)]
-    pub(crate) fn for_tiles(n: usize, w: usize, mut f: impl FnMut(usize)) {
-        let mut i = 0;
-        while i + w <= n {
-            f(i);
-            i += w;
-        }
-        if i < n {
-            f(n - w);
-        }
+    pub(crate) fn tile_starts(n: usize, w: usize) -> impl Iterator<Item = usize> {
+        (0..n / w)
+            .map(move |k| k * w)
+            .chain((!n.is_multiple_of(w)).then(|| n - w))
     }
 
     /// Transpose elements `i..i + 16` of a `TS x n` matrix.
@@ -274,9 +269,11 @@ pub(crate) mod x86 {
     pub(crate) fn pow2_sse2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 16 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        // SAFETY: both buffers hold `TS * n` bytes (asserted) and every tile
-        // starts at `i <= n - 16`.
-        for_tiles(n, 16, |i| unsafe { tile128::<TS>(s, d, n, i) });
+        for i in tile_starts(n, 16) {
+            // SAFETY: both buffers hold `TS * n` bytes (asserted) and every tile
+            // starts at `i <= n - 16`.
+            unsafe { tile128::<TS>(s, d, n, i) };
+        }
     }
 
     /// Transpose elements `i..i + 32` of a `TS x n` matrix.
@@ -313,9 +310,11 @@ pub(crate) mod x86 {
     pub(crate) fn pow2_avx2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 32 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        // SAFETY: as in `pow2_sse2`, every tile starts at `i <= n - 32`;
-        // AVX2 is enabled in this function.
-        for_tiles(n, 32, |i| unsafe { tile256::<TS>(s, d, n, i) });
+        for i in tile_starts(n, 32) {
+            // SAFETY: as in `pow2_sse2`, every tile starts at `i <= n - 32`;
+            // AVX2 is enabled in this function.
+            unsafe { tile256::<TS>(s, d, n, i) };
+        }
     }
 
     /// Transpose rows `j0..j0 + G` of elements `i..i + 16` of a `ts x n`
