@@ -129,17 +129,22 @@ fn untrans(l: Level, ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
     }
 }
 
+/// The bounds of `bits1`: `7 * stride + groups <= src.len()` and
+/// `8 * groups <= dst.len()`, without overflow.
+fn rows_fit(src: &[u8], stride: usize, groups: usize, dst: &[u8]) -> bool {
+    stride
+        .checked_mul(7)
+        .and_then(|x| x.checked_add(groups))
+        .is_some_and(|x| x <= src.len())
+        && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
+}
+
 /// Typesize-1 bit untranspose of `groups` groups of 8 elements: row `k`
 /// (k < 8) of the bit matrix starts at `src[k * stride]`; element `8g + m`
 /// goes to `dst[8g + m]`.
 fn bits1(l: Level, src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
     assert!(
-        groups <= stride
-            && stride
-                .checked_mul(7)
-                .and_then(|x| x.checked_add(groups))
-                .is_some_and(|x| x <= src.len())
-            && groups.checked_mul(8).is_some_and(|x| x <= dst.len()),
+        groups <= stride && rows_fit(src, stride, groups, dst),
         "bits1: rows out of bounds"
     );
     let l = l.min(level());
@@ -180,15 +185,8 @@ mod x86 {
     //! output written at `8 * g .. 8 * (g + W) <= dst.len()`.
 
     use super::super::shuffle::x86::{net128, net256, tile_starts};
+    use super::rows_fit;
     use std::arch::x86_64::*;
-
-    /// `7 * stride + groups <= len`, without overflow.
-    fn rows_fit(len: usize, stride: usize, groups: usize) -> bool {
-        stride
-            .checked_mul(7)
-            .and_then(|x| x.checked_add(groups))
-            .is_some_and(|x| x <= len)
-    }
 
     /// `transpose8` on both 64-bit lanes.
     #[inline(always)]
@@ -245,11 +243,7 @@ mod x86 {
     }
 
     pub(super) fn bits1_sse2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(
-            groups >= 16
-                && rows_fit(src.len(), stride, groups)
-                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
-        );
+        assert!(groups >= 16 && rows_fit(src, stride, groups, dst));
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
         for g in tile_starts(groups, 16) {
             // SAFETY: every tile starts at `g <= groups - 16`; bounds asserted above.
@@ -292,11 +286,7 @@ mod x86 {
     /// AVX2 `bits1` for `groups >= 32` (bounds asserted here).
     #[target_feature(enable = "avx2")]
     pub(super) fn bits1_avx2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(
-            groups >= 32
-                && rows_fit(src.len(), stride, groups)
-                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
-        );
+        assert!(groups >= 32 && rows_fit(src, stride, groups, dst));
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
         for g in tile_starts(groups, 32) {
             // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`;
