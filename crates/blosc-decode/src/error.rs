@@ -167,3 +167,36 @@ macro_rules! ensure {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_helpers_keep_the_innermost_location_and_prefix_the_reason() {
+        let r: Result<()> = Err(Error::corrupt("bad size").in_block(3));
+        let e = r
+            .context(format_args!("stream {}", 2))
+            .in_block(9)
+            .in_chunk(1)
+            .in_file(Path::new("a.b2frame"))
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Corrupt);
+        assert_eq!(
+            e.to_string(),
+            "a.b2frame: chunk 1: block 3: stream 2: bad size"
+        );
+
+        let io: std::result::Result<(), _> = Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        let e = io.in_file(Path::new("x")).unwrap_err();
+        assert_eq!((e.kind, e.errno()), (ErrorKind::Io, libc::EACCES));
+        assert_eq!(e.path.as_deref(), Some(Path::new("x")));
+
+        let e = Error::io(libc::EIO, "refused");
+        assert_eq!(
+            (e.kind, e.errno(), e.reason.as_str()),
+            (ErrorKind::Io, libc::EIO, "refused")
+        );
+        assert_eq!(Error::changed("cut").kind, ErrorKind::Changed);
+    }
+}
