@@ -208,14 +208,9 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
 
 /// Physical memory in bytes, if known.
 fn physical_memory() -> Option<u64> {
-    // SAFETY: sysconf only reads configuration values.
-    let (pages, size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages > 0 && size > 0).then(|| pages as u64 * size as u64)
+    // SAFETY: sysconf only reads a configuration value.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    (pages > 0).then(|| pages as u64 * blosc_decode::io::page_size())
 }
 
 /// Raise the kernel read-ahead of our mount (root only; best effort).
@@ -234,15 +229,11 @@ fn set_readahead(mp: &std::path::Path, bytes: u64) {
 
 /// Open containers hold file descriptors: raise the soft limit to the hard one.
 fn raise_fd_limit() {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid out-pointer / in-pointer to an rlimit.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+    if let Some(mut r) = blosc_decode::io::fd_limits() {
+        if r.rlim_cur < r.rlim_max {
             r.rlim_cur = r.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            // SAFETY: setrlimit only reads the limits from `r`, a valid struct.
+            let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) };
         }
     }
 }

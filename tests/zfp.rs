@@ -235,6 +235,7 @@ fn a_zfp_block_decodes_alike_into_unaligned_buffers() {
 
 fn bytemuck_bytes(v: &mut [u64]) -> &mut [u8] {
     let n = v.len() * 8;
-    // A u64 slice viewed as its bytes (any bit pattern is a valid u8).
+    // SAFETY: a u64 slice viewed as its `8 * len` bytes: same allocation,
+    // u8 has no alignment need, and any bit pattern is a valid u8.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, n) }
 }

@@ -13,7 +13,7 @@ use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::index::ChunkLoc;
-use blosc_decode::io::{self, Stamp};
+use blosc_decode::io::{self, errno_of, Stamp};
 use blosc_decode::longpath;
 use blosc_decode::srcdir::{Caller, SourceDir};
 use parking_lot::{Mutex, RwLock};
@@ -241,12 +241,7 @@ fn mix64(mut x: u64) -> u64 {
 
 /// `len` rounded up to a whole number of memory pages.
 fn round_to_page(len: u64) -> u64 {
-    static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    // SAFETY: sysconf only reads a configuration value.
-    let page = *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
-        p if p > 0 => p as u64,
-        _ => 4096,
-    });
+    let page = io::page_size();
     len.div_ceil(page).saturating_mul(page)
 }
 
@@ -257,10 +252,6 @@ fn set_len(buf: &mut Vec<u8>, n: usize) {
     } else {
         buf.resize(n, 0);
     }
-}
-
-fn errno_of(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// Did an operation fail for want of file descriptors?

@@ -137,14 +137,10 @@ impl Fs {
         let c = match &*h {
             Handle::Container(c, ..) => c,
             Handle::Plain { file: f, .. } => {
+                // SAFETY: lseek on a descriptor `f` owns and keeps open for
+                // the call; it touches no memory of ours.
                 let r = unsafe { libc::lseek(std::os::fd::AsRawFd::as_raw_fd(f), offset, whence) };
-                return if r < 0 {
-                    Err(std::io::Error::last_os_error()
-                        .raw_os_error()
-                        .unwrap_or(libc::EIO))
-                } else {
-                    Ok(r)
-                };
+                return if r < 0 { Err(io::last_errno()) } else { Ok(r) };
             }
         };
         let len = c.len() as i64;

@@ -84,12 +84,12 @@ impl Fs {
     pub fn statfs(&self) -> Result<[u64; 8], i32> {
         let c =
             std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+        // SAFETY: statvfs is a plain C struct of integers, for which all
+        // zero bytes is a valid value.
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
         // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-            return Err(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO));
+            return Err(io::last_errno());
         }
         Ok([
             s.f_blocks,

@@ -3,10 +3,11 @@
 //! The caller hands over exactly the bytes of the block's extent (see
 //! `ChunkLayout`), so a read touches only the blocks it needs.
 
+use crate::bytes::le_at;
 use crate::cache::BlockBuf;
 use crate::codec;
 use crate::ensure;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::filter;
 use crate::format::chunk::{filter_id, ChunkLayout, Special};
 use std::cell::RefCell;
@@ -101,13 +102,7 @@ pub fn decode_block(
     out: &mut [u8],
 ) -> Result<()> {
     let h = &layout.header;
-    let bsize = layout.block_len(i) as usize;
-    ensure!(
-        out.len() == bsize,
-        corrupt,
-        "internal: block buffer of {} bytes for a block of {bsize}",
-        out.len()
-    );
+    let bsize = block_len_of(layout, i, out)?;
     if h.memcpyed() {
         ensure!(data.len() >= bsize, truncated, "memcpyed block is short");
         out.copy_from_slice(&data[..bsize]);
@@ -148,6 +143,12 @@ pub fn decode_block_streams(
     data: &[u8],
     out: &mut [u8],
 ) -> Result<()> {
+    block_len_of(layout, i, out)?;
+    decode_streams(layout, i, data, out)
+}
+
+/// The size of block `i`, which the buffer `out` given for it must have.
+fn block_len_of(layout: &ChunkLayout, i: u32, out: &[u8]) -> Result<usize> {
     let bsize = layout.block_len(i) as usize;
     ensure!(
         out.len() == bsize,
@@ -155,7 +156,7 @@ pub fn decode_block_streams(
         "internal: block buffer of {} bytes for a block of {bsize}",
         out.len()
     );
-    decode_streams(layout, i, data, out)
+    Ok(bsize)
 }
 
 /// The filter pipeline of one block: the streams are decoded into `out` or
@@ -273,12 +274,9 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
         let start = j * neblock;
         let end = if j < nstreams { start + neblock } else { bsize };
         let dst = &mut out[start..end];
-        ensure!(
-            pos + 4 <= data.len(),
-            truncated,
-            "stream {j}: size field past the end of the block"
-        );
-        let csize = i32::from_le_bytes(data[pos..pos + 4].try_into().unwrap());
+        let csize: i32 = le_at(data, pos).ok_or_else(|| {
+            Error::truncated(format!("stream {j}: size field past the end of the block"))
+        })?;
         pos += 4;
         if csize == 0 {
             dst.fill(0);
@@ -313,10 +311,7 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
         if csize == dst.len() {
             dst.copy_from_slice(src);
         } else {
-            codec::decompress(codec, src, dst, &params).map_err(|e| Error {
-                reason: format!("stream {j}: {}", e.reason),
-                ..e
-            })?;
+            codec::decompress(codec, src, dst, &params).context(format_args!("stream {j}"))?;
         }
     }
     Ok(())
@@ -326,20 +321,21 @@ fn decode_streams(layout: &ChunkLayout, i: u32, data: &[u8], out: &mut [u8]) -> 
 /// the block's size, and its compressed bytes run to the end of the block's
 /// extent (stored raw when they are as many as the block's).
 fn decode_vl_stream(layout: &ChunkLayout, data: &[u8], out: &mut [u8]) -> Result<()> {
-    ensure!(
-        data.len() > 4,
-        truncated,
-        "VL block of {} stored bytes has no data after its size field",
-        data.len()
-    );
-    let size = i32::from_le_bytes(data[..4].try_into().unwrap());
+    let (size, src) = match (le_at::<i32>(data, 0), data.get(4..)) {
+        (Some(size), Some(src)) if !src.is_empty() => (size, src),
+        _ => {
+            return Err(Error::truncated(format!(
+                "VL block of {} stored bytes has no data after its size field",
+                data.len()
+            )))
+        }
+    };
     ensure!(
         size as i64 == out.len() as i64,
         corrupt,
         "VL block size field {size}, but the block holds {} bytes",
         out.len()
     );
-    let src = &data[4..];
     if src.len() == out.len() {
         out.copy_from_slice(src);
         return Ok(());
@@ -383,8 +379,7 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
         let len = layout.block_len(i) as usize;
         let (done, rest) = out.split_at_mut(start);
         let block0 = if i > 0 { Some(&done[..len0]) } else { None };
-        decode_block(&layout, i, data, block0, &mut rest[..len])
-            .map_err(|e| e.in_block(i as u64))?;
+        decode_block(&layout, i, data, block0, &mut rest[..len]).in_block(i as u64)?;
     }
     Ok(out)
 }

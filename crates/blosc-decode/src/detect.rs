@@ -3,7 +3,7 @@
 
 use crate::container::{Container, Env, View};
 use crate::dtype::Dtype;
-use crate::error::Result;
+use crate::error::{Context, Result};
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
 use crate::format::frame;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
@@ -81,8 +81,7 @@ pub struct Probe {
 
 fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
     let mut head = vec![0u8; (SNIFF_LEN as u64).min(src.len()) as usize];
-    src.read_exact_at(0, &mut head)
-        .map_err(|e| e.in_file(path))?;
+    src.read_exact_at(0, &mut head).in_file(path)?;
     Ok(head)
 }
 
@@ -94,7 +93,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let dir = SourceDir::open(path, true).map_err(|e| crate::Error::from(e).in_file(path))?;
+        let dir = SourceDir::open(path, true).in_file(path)?;
         (
             Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?),
             Kind::SFrame,
@@ -116,11 +115,11 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
     match kind {
         Kind::Chunk => {
             let head = head_of(src.as_ref(), path)?;
-            let h = ChunkHeader::parse(&head).map_err(|e| e.in_file(path))?;
+            let h = ChunkHeader::parse(&head).in_file(path)?;
             Ok(Some(probe(h.nbytes as u64, false)))
         }
         Kind::Frame | Kind::SFrame => {
-            let h = crate::open::frame::read_header(src.as_ref()).map_err(|e| e.in_file(path))?;
+            let h = crate::open::frame::read_header(src.as_ref()).in_file(path)?;
             let info = Info {
                 metalayers: h.metalayers.clone(),
                 nbytes: h.nbytes,
@@ -154,7 +153,7 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let dir = SourceDir::open(path, true).map_err(|e| crate::Error::from(e).in_file(path))?;
+        let dir = SourceDir::open(path, true).in_file(path)?;
         return open_sframe_dir(Arc::new(dir), env).map(Some);
     }
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
@@ -164,7 +163,7 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
 /// Open the sparse frame in the directory `dir` (already opened).
 pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Container> {
     let path = dir.path().to_path_buf();
-    let index = crate::open::frame::open_sframe_in(dir).map_err(|e| e.in_file(&path))?;
+    let index = crate::open::frame::open_sframe_in(dir).in_file(&path)?;
     finish(&path, index, env)
 }
 
@@ -181,7 +180,7 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
         Kind::Packed => crate::open::packed::open(src),
         Kind::SFrame => unreachable!("sniff never says SFrame"),
     }
-    .map_err(|e| e.in_file(path))?;
+    .in_file(path)?;
     finish(path, index, env).map(Some)
 }
 
@@ -191,7 +190,7 @@ fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
     let mut c = Container::new(path, index, env.clone())?;
     c.refine_info();
     match view {
-        Some(Ok(v)) => c.with_view(v).map_err(|e| e.in_file(path)),
+        Some(Ok(v)) => c.with_view(v).in_file(path),
         Some(Err(e)) => {
             log::warn!("{}: array presented as raw bytes: {e}", path.display());
             Ok(c)

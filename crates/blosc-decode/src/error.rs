@@ -59,6 +59,23 @@ impl Error {
     pub fn checksum(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::Checksum, reason)
     }
+    /// The source changed since it was opened (see [`ErrorKind::Changed`]).
+    pub fn changed(reason: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Changed, reason)
+    }
+    /// An I/O error a filesystem reports as `errno`.
+    pub fn io(errno: i32, reason: impl Into<String>) -> Self {
+        Error {
+            errno: Some(errno),
+            ..Self::new(ErrorKind::Io, reason)
+        }
+    }
+    /// Say what was being read when this went wrong: the reason becomes
+    /// `what: reason` (outermost first, as the location is printed).
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.reason = format!("{what}: {}", self.reason);
+        self
+    }
     /// Attach a chunk number unless one is already set (innermost wins).
     pub fn in_chunk(mut self, chunk: u64) -> Self {
         self.chunk.get_or_insert(chunk);
@@ -80,6 +97,35 @@ impl Error {
             ErrorKind::Io => self.errno.unwrap_or(libc::EIO),
             _ => libc::EIO,
         }
+    }
+}
+
+/// [`Error`]'s context helpers on results, for errors of any type that
+/// converts into one (`std::io::Error` included): `read(..).in_file(path)?`
+/// instead of `read(..).map_err(|e| Error::from(e).in_file(path))?`.
+pub trait Context<T> {
+    /// See [`Error::context`].
+    fn context(self, what: impl fmt::Display) -> Result<T>;
+    /// See [`Error::in_chunk`].
+    fn in_chunk(self, chunk: u64) -> Result<T>;
+    /// See [`Error::in_block`].
+    fn in_block(self, block: u64) -> Result<T>;
+    /// See [`Error::in_file`].
+    fn in_file(self, path: &Path) -> Result<T>;
+}
+
+impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl fmt::Display) -> Result<T> {
+        self.map_err(|e| e.into().context(what))
+    }
+    fn in_chunk(self, chunk: u64) -> Result<T> {
+        self.map_err(|e| e.into().in_chunk(chunk))
+    }
+    fn in_block(self, block: u64) -> Result<T> {
+        self.map_err(|e| e.into().in_block(block))
+    }
+    fn in_file(self, path: &Path) -> Result<T> {
+        self.map_err(|e| e.into().in_file(path))
     }
 }
 
@@ -120,4 +166,37 @@ macro_rules! ensure {
             return Err($crate::error::Error::$ctor(format!($($arg)+)));
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_helpers_keep_the_innermost_location_and_prefix_the_reason() {
+        let r: Result<()> = Err(Error::corrupt("bad size").in_block(3));
+        let e = r
+            .context(format_args!("stream {}", 2))
+            .in_block(9)
+            .in_chunk(1)
+            .in_file(Path::new("a.b2frame"))
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Corrupt);
+        assert_eq!(
+            e.to_string(),
+            "a.b2frame: chunk 1: block 3: stream 2: bad size"
+        );
+
+        let io: std::result::Result<(), _> = Err(std::io::Error::from_raw_os_error(libc::EACCES));
+        let e = io.in_file(Path::new("x")).unwrap_err();
+        assert_eq!((e.kind, e.errno()), (ErrorKind::Io, libc::EACCES));
+        assert_eq!(e.path.as_deref(), Some(Path::new("x")));
+
+        let e = Error::io(libc::EIO, "refused");
+        assert_eq!(
+            (e.kind, e.errno(), e.reason.as_str()),
+            (ErrorKind::Io, libc::EIO, "refused")
+        );
+        assert_eq!(Error::changed("cut").kind, ErrorKind::Changed);
+    }
 }

@@ -202,8 +202,7 @@ impl Stamp {
         if now == *self {
             return Ok(());
         }
-        Err(Error::new(
-            crate::error::ErrorKind::Changed,
+        Err(Error::changed(
             "changed since it was opened (rewritten, truncated or replaced): reopen it to read the new content",
         )
         .in_file(path))
@@ -342,13 +341,12 @@ fn mostly_uncached(file: &File, offset: u64, len: u64) -> Option<bool> {
         )
     };
     if r != 0 {
-        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        if last_errno() == libc::ENOSYS {
             NO_CACHESTAT.store(true, Ordering::Relaxed);
         }
         return None;
     }
-    // SAFETY: sysconf has no preconditions.
-    let page = (unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).max(512) as u64;
+    let page = page_size();
     let pages = (offset + len).div_ceil(page) - offset / page;
     Some(st.nr_cache * 2 < pages)
 }
@@ -445,16 +443,39 @@ impl Source for MemSource {
 /// The soft limit on open file descriptors (`RLIMIT_NOFILE`; 1024 if
 /// unknown).
 pub fn fd_limit() -> usize {
+    fd_limits().map_or(1024, |r| usize::try_from(r.rlim_cur).unwrap_or(usize::MAX))
+}
+
+/// The soft and hard limits on open file descriptors (`RLIMIT_NOFILE`), if
+/// the system says.
+pub fn fd_limits() -> Option<libc::rlimit> {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the limits into `r`, a valid struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        usize::try_from(r.rlim_cur).unwrap_or(usize::MAX)
-    } else {
-        1024
-    }
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r)
+}
+
+/// The size of a memory page in bytes (4096 if the system does not say).
+pub fn page_size() -> u64 {
+    static PAGE: OnceLock<u64> = OnceLock::new();
+    // SAFETY: sysconf only reads a configuration value.
+    *PAGE.get_or_init(|| match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => 4096,
+    })
+}
+
+/// The errno of the last failed system call on this thread (`EIO` if none
+/// is known), for a filesystem reply.
+pub fn last_errno() -> i32 {
+    errno_of(&std::io::Error::last_os_error())
+}
+
+/// The errno of an I/O error (`EIO` if it carries none), for a filesystem reply.
+pub fn errno_of(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// Most lazily opened files kept open at once, process-wide: 1024, and at

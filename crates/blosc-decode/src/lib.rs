@@ -1,8 +1,14 @@
 //! Read Blosc1, Blosc2 and Bloscpack containers as plain bytes, decoding
 //! only the blocks a read touches.
 
+// A malformed file must give an error, never a panic: no `unwrap` outside
+// the unit tests (the checked reads of `bytes` make them unnecessary). Here
+// rather than in Cargo.toml, whose lint tables cannot tell tests apart.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 pub mod after;
 pub mod ahead;
+pub(crate) mod bytes;
 pub mod cache;
 pub mod codec;
 pub mod container;

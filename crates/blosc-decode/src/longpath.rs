@@ -139,10 +139,8 @@ mod tests {
             let name = format!("{i:03}-{}", "d".repeat(56));
             let c = std::ffi::CString::new(name.as_str()).unwrap();
             // SAFETY: a valid descriptor and NUL-terminated name.
-            assert_eq!(
-                unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) },
-                0
-            );
+            let made = unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) };
+            assert_eq!(made, 0);
             dir = open_dir(Some(&dir), name.as_bytes()).unwrap();
             path.push(name);
         }

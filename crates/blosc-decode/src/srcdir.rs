@@ -14,7 +14,7 @@
 //!   exposes ([`SourceDir::frame_access`]), and an open is checked against
 //!   those bits as they are then ([`Caller::may_read`]).
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Context, Error, Result};
 use std::ffi::CString;
 use std::fs::{File, Metadata};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -54,9 +54,7 @@ fn stat_at(dir: &File, name: &CString) -> std::io::Result<(bool, u32)> {
 
 /// A file the rules refuse to open: `EIO`, with the reason.
 fn refused(reason: String) -> Error {
-    let mut e = Error::new(ErrorKind::Io, reason);
-    e.errno = Some(libc::EIO);
-    e
+    Error::io(libc::EIO, reason)
 }
 
 impl SourceDir {
@@ -109,24 +107,24 @@ impl SourceDir {
     /// non-blocking, so a fifo never hangs us). Returns its metadata with it.
     pub fn open_file(&self, name: &str) -> Result<(File, Metadata)> {
         let at = self.path.join(name);
-        let fail = |e: std::io::Error| Error::from(e).in_file(&at);
-        let c = CString::new(name).map_err(|e| fail(e.into()))?;
+        let c = CString::new(name)
+            .map_err(std::io::Error::from)
+            .in_file(&at)?;
         let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
         let file = match open_at(&self.file, &c, flags | libc::O_NOFOLLOW) {
             Ok(f) => f,
             // With O_NOFOLLOW, ELOOP: the name is a symbolic link.
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                let (regular, uid) = stat_at(&self.file, &c).map_err(fail)?;
-                self.check_link(regular, uid).map_err(|e| e.in_file(&at))?;
-                let f = open_at(&self.file, &c, flags).map_err(fail)?;
-                let md = f.metadata().map_err(fail)?;
-                self.check_link(md.is_file(), md.uid())
-                    .map_err(|e| e.in_file(&at))?;
+                let (regular, uid) = stat_at(&self.file, &c).in_file(&at)?;
+                self.check_link(regular, uid).in_file(&at)?;
+                let f = open_at(&self.file, &c, flags).in_file(&at)?;
+                let md = f.metadata().in_file(&at)?;
+                self.check_link(md.is_file(), md.uid()).in_file(&at)?;
                 f
             }
-            Err(e) => return Err(fail(e)),
+            Err(e) => return Err(Error::from(e).in_file(&at)),
         };
-        let md = file.metadata().map_err(fail)?;
+        let md = file.metadata().in_file(&at)?;
         if !md.is_file() {
             return Err(
                 refused("not a regular file (a fifo, socket or device)".into()).in_file(&at),

@@ -77,12 +77,10 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<us
     }
     ZSTD.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(map)?);
-        }
-        slot.as_mut()
-            .unwrap()
-            .decompress_to_buffer(src, dst)
-            .map_err(map)
+        let dec = match &mut *slot {
+            Some(dec) => dec,
+            empty => empty.insert(zstd::bulk::Decompressor::new().map_err(map)?),
+        };
+        dec.decompress_to_buffer(src, dst).map_err(map)
     })
 }

@@ -129,17 +129,22 @@ fn untrans(l: Level, ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
     }
 }
 
+/// The bounds of `bits1`: `7 * stride + groups <= src.len()` and
+/// `8 * groups <= dst.len()`, without overflow.
+fn rows_fit(src: &[u8], stride: usize, groups: usize, dst: &[u8]) -> bool {
+    stride
+        .checked_mul(7)
+        .and_then(|x| x.checked_add(groups))
+        .is_some_and(|x| x <= src.len())
+        && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
+}
+
 /// Typesize-1 bit untranspose of `groups` groups of 8 elements: row `k`
 /// (k < 8) of the bit matrix starts at `src[k * stride]`; element `8g + m`
 /// goes to `dst[8g + m]`.
 fn bits1(l: Level, src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
     assert!(
-        groups <= stride
-            && stride
-                .checked_mul(7)
-                .and_then(|x| x.checked_add(groups))
-                .is_some_and(|x| x <= src.len())
-            && groups.checked_mul(8).is_some_and(|x| x <= dst.len()),
+        groups <= stride && rows_fit(src, stride, groups, dst),
         "bits1: rows out of bounds"
     );
     let l = l.min(level());
@@ -179,16 +184,9 @@ mod x86 {
     //! is read at `k * stride + g .. k * stride + g + W <= src.len()` and the
     //! output written at `8 * g .. 8 * (g + W) <= dst.len()`.
 
-    use super::super::shuffle::x86::{net128, net256};
+    use super::super::shuffle::x86::{net128, net256, tile_starts};
+    use super::rows_fit;
     use std::arch::x86_64::*;
-
-    /// `7 * stride + groups <= len`, without overflow.
-    fn rows_fit(len: usize, stride: usize, groups: usize) -> bool {
-        stride
-            .checked_mul(7)
-            .and_then(|x| x.checked_add(groups))
-            .is_some_and(|x| x <= len)
-    }
 
     /// `transpose8` on both 64-bit lanes.
     #[inline(always)]
@@ -208,12 +206,9 @@ mod x86 {
     }
 
     /// `transpose8` on all four 64-bit lanes.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn transpose8x4(mut x: __m256i) -> __m256i {
+    fn transpose8x4(mut x: __m256i) -> __m256i {
         let m1 = _mm256_set1_epi64x(0x00AA_00AA_00AA_00AA);
         let m2 = _mm256_set1_epi64x(0x0000_CCCC_0000_CCCC);
         let m3 = _mm256_set1_epi64x(0x0000_0000_F0F0_F0F0);
@@ -231,36 +226,28 @@ mod x86 {
     /// The bounds of the module comment with `W = 16`.
     #[inline(always)]
     unsafe fn tile128(s: *const u8, stride: usize, d: *mut u8, g: usize) {
-        let mut v = [_mm_setzero_si128(); 8];
-        for (k, r) in v.iter_mut().enumerate() {
-            *r = _mm_loadu_si128(s.add(k * stride + g).cast());
-        }
-        // Vector q now holds groups g + 2q and g + 2q + 1, 8 row bytes each.
-        let o = net128::<8>(v);
-        for (q, x) in o.iter().enumerate() {
-            _mm_storeu_si128(d.add(8 * g + 16 * q).cast(), transpose8x2(*x));
+        // SAFETY: SSE2 is part of the x86_64 baseline; the caller keeps
+        // `g + 16 <= groups` and the bounds of the module comment, so each
+        // load reads row `k` within `src` and each store writes within `dst`.
+        unsafe {
+            let mut v = [_mm_setzero_si128(); 8];
+            for (k, r) in v.iter_mut().enumerate() {
+                *r = _mm_loadu_si128(s.add(k * stride + g).cast());
+            }
+            // Vector q now holds groups g + 2q and g + 2q + 1, 8 row bytes each.
+            let o = net128::<8>(v);
+            for (q, x) in o.iter().enumerate() {
+                _mm_storeu_si128(d.add(8 * g + 16 * q).cast(), transpose8x2(*x));
+            }
         }
     }
 
     pub(super) fn bits1_sse2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(
-            groups >= 16
-                && rows_fit(src.len(), stride, groups)
-                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
-        );
+        assert!(groups >= 16 && rows_fit(src, stride, groups, dst));
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut g = 0;
-        // SAFETY: every tile starts at `g <= groups - 16` (full tiles, then
-        // one overlapping the previous, rewriting identical bytes); bounds
-        // asserted above.
-        unsafe {
-            while g + 16 <= groups {
-                tile128(s, stride, d, g);
-                g += 16;
-            }
-            if g < groups {
-                tile128(s, stride, d, groups - 16);
-            }
+        for g in tile_starts(groups, 16) {
+            // SAFETY: every tile starts at `g <= groups - 16`; bounds asserted above.
+            unsafe { tile128(s, stride, d, g) };
         }
     }
 
@@ -273,7 +260,9 @@ mod x86 {
     unsafe fn tile256(s: *const u8, stride: usize, d: *mut u8, g: usize) {
         let mut v = [_mm256_setzero_si256(); 8];
         for (k, r) in v.iter_mut().enumerate() {
-            *r = _mm256_loadu_si256(s.add(k * stride + g).cast());
+            // SAFETY: row `k` at `k * stride + g .. + 32` lies within `src`
+            // (the caller keeps `g + 32 <= groups` and the module's bounds).
+            *r = unsafe { _mm256_loadu_si256(s.add(k * stride + g).cast()) };
         }
         // Lane 0 of vector q: groups g + 2q, g + 2q + 1; lane 1: the same
         // sixteen groups later.
@@ -282,33 +271,27 @@ mod x86 {
         for (y, x) in t.iter_mut().zip(o) {
             *y = transpose8x4(x);
         }
-        let base = d.add(8 * g);
         for k in 0..4 {
             let lo = _mm256_permute2x128_si256::<0x20>(t[2 * k], t[2 * k + 1]);
             let hi = _mm256_permute2x128_si256::<0x31>(t[2 * k], t[2 * k + 1]);
-            _mm256_storeu_si256(base.add(32 * k).cast(), lo);
-            _mm256_storeu_si256(base.add(128 + 32 * k).cast(), hi);
+            // SAFETY: both stores land in `8 * g .. 8 * (g + 32)`, within
+            // `dst` by the module's bounds.
+            unsafe {
+                _mm256_storeu_si256(d.add(8 * g + 32 * k).cast(), lo);
+                _mm256_storeu_si256(d.add(8 * g + 128 + 32 * k).cast(), hi);
+            }
         }
     }
 
-    /// # Safety
-    /// The CPU must support AVX2.
+    /// AVX2 `bits1` for `groups >= 32` (bounds asserted here).
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn bits1_avx2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
-        assert!(
-            groups >= 32
-                && rows_fit(src.len(), stride, groups)
-                && groups.checked_mul(8).is_some_and(|x| x <= dst.len())
-        );
+    pub(super) fn bits1_avx2(src: &[u8], stride: usize, groups: usize, dst: &mut [u8]) {
+        assert!(groups >= 32 && rows_fit(src, stride, groups, dst));
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut g = 0;
-        // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`.
-        while g + 32 <= groups {
-            tile256(s, stride, d, g);
-            g += 32;
-        }
-        if g < groups {
-            tile256(s, stride, d, groups - 32);
+        for g in tile_starts(groups, 32) {
+            // SAFETY: as in `bits1_sse2`, every tile starts at `g <= groups - 32`;
+            // AVX2 is enabled in this function.
+            unsafe { tile256(s, stride, d, g) };
         }
     }
 }

@@ -32,9 +32,8 @@ pub fn decode_ref(ts: usize, buf: &mut [u8]) {
         _ => (1, 0),
     };
     let mut carry = 0u64;
-    let mut words = buf.chunks_exact_mut(8);
-    for c in &mut words {
-        let mut x = u64::from_le_bytes((&*c).try_into().expect("8-byte chunk"));
+    for c in buf.as_chunks_mut::<8>().0 {
+        let mut x = u64::from_le_bytes(*c);
         if w <= 1 {
             x ^= x << 8;
         }
@@ -44,7 +43,7 @@ pub fn decode_ref(ts: usize, buf: &mut [u8]) {
         if w <= 4 {
             x ^= x << 32;
         }
-        c.copy_from_slice(&(x ^ carry).to_le_bytes());
+        *c = (x ^ carry).to_le_bytes();
         carry ^= (x >> last) * ones;
     }
     // Fewer than 8 bytes left (whole elements, as 8 is a multiple of w):

@@ -218,12 +218,9 @@ pub(crate) mod x86 {
 
     /// The same network on 256-bit vectors: unpacks work within each 128-bit
     /// lane, so lane 0 transposes elements 0..16 and lane 1 elements 16..32.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
     #[inline]
     #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn net256<const TS: usize>(mut v: [__m256i; TS]) -> [__m256i; TS] {
+    pub(crate) fn net256<const TS: usize>(mut v: [__m256i; TS]) -> [__m256i; TS] {
         for _ in 0..TS.trailing_zeros() {
             let mut o = v;
             for k in 0..TS / 2 {
@@ -235,6 +232,17 @@ pub(crate) mod x86 {
         v
     }
 
+    /// The starts of the tiles of `w` elements covering `0..n` (`n >= w`):
+    /// whole tiles, then one last tile ending at `n` that overlaps the one
+    /// before (it rewrites some elements with the same bytes). Every start
+    /// is at most `n - w`.
+    #[inline(always)]
+    pub(crate) fn tile_starts(n: usize, w: usize) -> impl Iterator<Item = usize> {
+        (0..n / w)
+            .map(move |k| k * w)
+            .chain((!n.is_multiple_of(w)).then(|| n - w))
+    }
+
     /// Transpose elements `i..i + 16` of a `TS x n` matrix.
     ///
     /// # Safety
@@ -243,13 +251,17 @@ pub(crate) mod x86 {
     /// output goes to `i * TS .. (i + 16) * TS <= n * TS`.
     #[inline(always)]
     unsafe fn tile128<const TS: usize>(s: *const u8, d: *mut u8, n: usize, i: usize) {
-        let mut v = [_mm_setzero_si128(); TS];
-        for (j, r) in v.iter_mut().enumerate() {
-            *r = _mm_loadu_si128(s.add(j * n + i).cast());
-        }
-        let o = net128::<TS>(v);
-        for (k, x) in o.iter().enumerate() {
-            _mm_storeu_si128(d.add(i * TS + 16 * k).cast(), *x);
+        // SAFETY: SSE2 is part of the x86_64 baseline; the loads and stores
+        // stay within the bounds stated above, which the caller keeps.
+        unsafe {
+            let mut v = [_mm_setzero_si128(); TS];
+            for (j, r) in v.iter_mut().enumerate() {
+                *r = _mm_loadu_si128(s.add(j * n + i).cast());
+            }
+            let o = net128::<TS>(v);
+            for (k, x) in o.iter().enumerate() {
+                _mm_storeu_si128(d.add(i * TS + 16 * k).cast(), *x);
+            }
         }
     }
 
@@ -257,19 +269,10 @@ pub(crate) mod x86 {
     pub(crate) fn pow2_sse2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 16 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut i = 0;
-        // SAFETY: both buffers hold `TS * n` bytes (asserted) and every tile
-        // starts at `i <= n - 16`: full tiles while `i + 16 <= n`, then one
-        // last tile at `n - 16` overlapping the previous one (it rewrites
-        // some elements with the same bytes).
-        unsafe {
-            while i + 16 <= n {
-                tile128::<TS>(s, d, n, i);
-                i += 16;
-            }
-            if i < n {
-                tile128::<TS>(s, d, n, n - 16);
-            }
+        for i in tile_starts(n, 16) {
+            // SAFETY: both buffers hold `TS * n` bytes (asserted) and every tile
+            // starts at `i <= n - 16`.
+            unsafe { tile128::<TS>(s, d, n, i) };
         }
     }
 
@@ -283,36 +286,34 @@ pub(crate) mod x86 {
     unsafe fn tile256<const TS: usize>(s: *const u8, d: *mut u8, n: usize, i: usize) {
         let mut v = [_mm256_setzero_si256(); TS];
         for (j, r) in v.iter_mut().enumerate() {
-            *r = _mm256_loadu_si256(s.add(j * n + i).cast());
+            // SAFETY: row `j` at `j * n + i .. + 32 <= (j + 1) * n` (the
+            // caller keeps `i + 32 <= n`), within `s`.
+            *r = unsafe { _mm256_loadu_si256(s.add(j * n + i).cast()) };
         }
         let o = net256::<TS>(v);
         // Lane 0 of the vectors is elements i..i+16 (16 * TS bytes), lane 1
         // elements i+16..i+32: regroup lanes pairwise before storing.
-        let base = d.add(i * TS);
         for k in 0..TS / 2 {
             let lo = _mm256_permute2x128_si256::<0x20>(o[2 * k], o[2 * k + 1]);
             let hi = _mm256_permute2x128_si256::<0x31>(o[2 * k], o[2 * k + 1]);
-            _mm256_storeu_si256(base.add(32 * k).cast(), lo);
-            _mm256_storeu_si256(base.add(16 * TS + 32 * k).cast(), hi);
+            // SAFETY: both stores land in `i * TS .. (i + 32) * TS <= n * TS`,
+            // within `d`.
+            unsafe {
+                _mm256_storeu_si256(d.add(i * TS + 32 * k).cast(), lo);
+                _mm256_storeu_si256(d.add(i * TS + 16 * TS + 32 * k).cast(), hi);
+            }
         }
     }
 
     /// AVX2 transpose of a `TS x n` matrix, `TS` in {2, 4, 8, 16}, `n >= 32`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn pow2_avx2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
+    pub(crate) fn pow2_avx2<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) {
         assert!(n >= 32 && n.checked_mul(TS) == Some(src.len()) && src.len() == dst.len());
         let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-        let mut i = 0;
-        // SAFETY: as in `pow2_sse2`, every tile starts at `i <= n - 32`.
-        while i + 32 <= n {
-            tile256::<TS>(s, d, n, i);
-            i += 32;
-        }
-        if i < n {
-            tile256::<TS>(s, d, n, n - 32);
+        for i in tile_starts(n, 32) {
+            // SAFETY: as in `pow2_sse2`, every tile starts at `i <= n - 32`;
+            // AVX2 is enabled in this function.
+            unsafe { tile256::<TS>(s, d, n, i) };
         }
     }
 
@@ -333,18 +334,22 @@ pub(crate) mod x86 {
         i: usize,
         j0: usize,
     ) {
-        let mut v = [_mm_setzero_si128(); G];
-        for (r, x) in v.iter_mut().enumerate() {
-            *x = _mm_loadu_si128(s.add((j0 + r) * n + i).cast());
-        }
-        let o = net128::<G>(v);
-        let mut buf = [0u8; 256];
-        for (k, x) in o.iter().enumerate() {
-            // 16 * k + 16 <= 16 * G <= 256.
-            _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
-        }
-        for e in 0..16 {
-            std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * G), d.add((i + e) * ts + j0), G);
+        // SAFETY: SSE2 is part of the x86_64 baseline; the reads and
+        // writes in `s` and `d` are those bounded above (the caller keeps
+        // the conditions), and those in `buf` end at `16 * G <= 256`.
+        unsafe {
+            let mut v = [_mm_setzero_si128(); G];
+            for (r, x) in v.iter_mut().enumerate() {
+                *x = _mm_loadu_si128(s.add((j0 + r) * n + i).cast());
+            }
+            let o = net128::<G>(v);
+            let mut buf = [0u8; 256];
+            for (k, x) in o.iter().enumerate() {
+                _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
+            }
+            for e in 0..16 {
+                std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * G), d.add((i + e) * ts + j0), G);
+            }
         }
     }
 
@@ -362,19 +367,23 @@ pub(crate) mod x86 {
     /// one below `(i + 17) * ts <= n * ts`.
     #[inline(always)]
     unsafe fn padded<const P: usize>(s: *const u8, d: *mut u8, ts: usize, n: usize, i: usize) {
-        let mut v = [_mm_setzero_si128(); P];
-        for (r, x) in v.iter_mut().enumerate() {
-            let j = if r < ts { r } else { 0 };
-            *x = _mm_loadu_si128(s.add(j * n + i).cast());
-        }
-        let o = net128::<P>(v);
-        let mut buf = [0u8; 256];
-        for (k, x) in o.iter().enumerate() {
-            // 16 * k + 16 <= 16 * P <= 256.
-            _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
-        }
-        for e in 0..16 {
-            std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * P), d.add((i + e) * ts), P);
+        // SAFETY: SSE2 is part of the x86_64 baseline; the reads and
+        // writes in `s` and `d` are those bounded above (the caller keeps
+        // the conditions), and those in `buf` end at `16 * P <= 256`.
+        unsafe {
+            let mut v = [_mm_setzero_si128(); P];
+            for (r, x) in v.iter_mut().enumerate() {
+                let j = if r < ts { r } else { 0 };
+                *x = _mm_loadu_si128(s.add(j * n + i).cast());
+            }
+            let o = net128::<P>(v);
+            let mut buf = [0u8; 256];
+            for (k, x) in o.iter().enumerate() {
+                _mm_storeu_si128(buf.as_mut_ptr().add(16 * k).cast(), *x);
+            }
+            for e in 0..16 {
+                std::ptr::copy_nonoverlapping(buf.as_ptr().add(e * P), d.add((i + e) * ts), P);
+            }
         }
     }
 

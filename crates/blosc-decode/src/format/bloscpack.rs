@@ -1,6 +1,7 @@
 //! Bloscpack files: 32-byte header, optional metadata section, optional
 //! offsets table, then C-Blosc1 chunks each followed by its checksum.
 
+use crate::bytes::Reader;
 use crate::ensure;
 use crate::error::{Error, Result};
 use sha1::Digest;
@@ -45,16 +46,17 @@ pub fn parse_header(b: &[u8]) -> Result<Header> {
         corrupt,
         "not a Bloscpack file (no blpk magic)"
     );
+    let mut r = Reader::at(b, 8, "Bloscpack header");
     let h = Header {
         version: b[4],
         offsets: b[5] & 1 != 0,
         metadata: b[5] & 2 != 0,
         checksum: b[6],
         typesize: b[7],
-        chunk_size: i32::from_le_bytes(b[8..12].try_into().unwrap()),
-        last_chunk: i32::from_le_bytes(b[12..16].try_into().unwrap()),
-        nchunks: i64::from_le_bytes(b[16..24].try_into().unwrap()),
-        max_app_chunks: i64::from_le_bytes(b[24..32].try_into().unwrap()),
+        chunk_size: r.le()?,
+        last_chunk: r.le()?,
+        nchunks: r.le()?,
+        max_app_chunks: r.le()?,
     };
     ensure!(
         h.version == 3,
@@ -109,15 +111,16 @@ pub fn parse_meta_header(b: &[u8]) -> Result<MetaHeader> {
         truncated,
         "Bloscpack metadata header is truncated"
     );
+    let mut r = Reader::at(b, 12, "Bloscpack metadata header");
     let m = MetaHeader {
         magic: String::from_utf8_lossy(&b[..8])
             .trim_end_matches('\0')
             .to_string(),
         checksum: b[9],
         codec: b[10],
-        size: u32::from_le_bytes(b[12..16].try_into().unwrap()),
-        max_size: u32::from_le_bytes(b[16..20].try_into().unwrap()),
-        comp_size: u32::from_le_bytes(b[20..24].try_into().unwrap()),
+        size: r.le()?,
+        max_size: r.le()?,
+        comp_size: r.le()?,
     };
     ensure!(
         m.checksum <= 8,

@@ -5,6 +5,7 @@
 //! before it is used to index or allocate.
 
 use super::vlblocks::{self, VlBlocks};
+use crate::bytes::{le_all, le_at, Reader};
 pub use crate::codec::zfp::Mode as ZfpMode;
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -142,10 +143,6 @@ pub struct ChunkHeader {
     pub blosc2_flags2: u8,
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-
 impl ChunkHeader {
     /// Parse a header from the first bytes of a chunk (16 bytes, or 32 when
     /// the flags announce the extended header).
@@ -164,9 +161,10 @@ impl ChunkHeader {
         );
         let flags = b[2];
         let typesize = b[3];
-        let nbytes = le32(b, 4);
-        let blocksize = le32(b, 8);
-        let cbytes = le32(b, 12);
+        let mut r = Reader::at(b, 4, "chunk header");
+        let nbytes: u32 = r.le()?;
+        let blocksize: u32 = r.le()?;
+        let cbytes: u32 = r.le()?;
         ensure!(
             nbytes as u64 <= MAX_CHUNK_NBYTES,
             corrupt,
@@ -415,8 +413,8 @@ impl ChunkLayout {
         }
         if header.uses_dict() && !header.memcpyed() && header.special()?.is_none() {
             need += 4;
-            if prefix.len() >= need {
-                let dsize = le32(prefix, need - 4) as usize;
+            if let Some(dsize) = le_at::<u32>(prefix, need - 4) {
+                let dsize = dsize as usize;
                 ensure!(
                     need as u64 + dsize as u64 <= header.cbytes as u64,
                     corrupt,
@@ -496,13 +494,12 @@ impl ChunkLayout {
             let bs_end = hl + 4 * nblocks as usize;
             let mut data_start = bs_end as u32;
             if header.uses_dict() {
-                let dsize = le32(prefix, bs_end) as usize;
-                dict = Some(prefix[bs_end + 4..bs_end + 4 + dsize].to_vec());
-                data_start = (bs_end + 4 + dsize) as u32;
+                let mut r = Reader::at(prefix, bs_end, "chunk dictionary");
+                let dsize = r.le::<u32>()? as usize;
+                dict = Some(r.bytes(dsize)?.to_vec());
+                data_start = r.pos() as u32;
             }
-            let mut starts: Vec<(u32, u32)> = (0..nblocks as usize)
-                .map(|i| (le32(prefix, hl + 4 * i), i as u32))
-                .collect();
+            let mut starts: Vec<(u32, u32)> = le_all::<u32>(&prefix[hl..bs_end]).zip(0..).collect();
             for &(s, i) in &starts {
                 ensure!(
                     s >= data_start && s < cbytes,

@@ -8,6 +8,7 @@
 //! uninitialised). A sparse frame (`frame_type` 1) keeps the offsets chunk
 //! right after the header and its entries are chunk file numbers.
 
+use crate::bytes::{self, be_at, le_all};
 use crate::ensure;
 use crate::error::{Error, Result};
 use crate::format::chunk::Special;
@@ -69,12 +70,10 @@ pub fn prefix(head: &[u8]) -> Result<(u64, u64)> {
         corrupt,
         "frame header: unexpected size field types"
     );
-    let hl = i32::from_be_bytes(head[11..15].try_into().unwrap());
-    let fl = u64::from_be_bytes(
-        head[16..24.min(head.len())]
-            .try_into()
-            .map_err(|_| Error::truncated("frame header is truncated"))?,
-    );
+    let mut r = bytes::Reader::at(head, 11, "frame header");
+    let hl: i32 = r.be()?;
+    r.skip(1)?;
+    let fl: u64 = r.be()?;
     ensure!(
         hl > 0 && (hl as u64) <= MAX_HEADER_LEN,
         corrupt,
@@ -108,14 +107,12 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         buf.len()
     );
     let hbuf = &buf[..header_len as usize];
-    let mut r = Reader::new(hbuf);
-    let top = r.buf[0];
-    let n = (top & 0x0f) as usize;
-    r.pos = 1;
+    let n = (hbuf[0] & 0x0f) as usize;
+    let mut r = Reader::at(hbuf, 1);
     ensure!(n >= 11, corrupt, "frame header has {n} fields, too few");
     let mut vals = Vec::with_capacity(n);
     for _ in 0..n {
-        if r.pos >= hbuf.len() {
+        if r.pos() >= hbuf.len() {
             break;
         }
         vals.push(r.read()?);
@@ -230,7 +227,7 @@ pub fn declared_nbytes(head: &[u8]) -> Option<u64> {
     if b[0] != 0xa4 || b[5] != 0xd3 {
         return None;
     }
-    let n = i64::from_be_bytes(b[6..14].try_into().ok()?);
+    let n: i64 = be_at(b, 6)?;
     u64::try_from(n).ok()
 }
 
@@ -263,18 +260,17 @@ pub fn trailer_len(tail: &[u8]) -> Result<u64> {
         corrupt,
         "frame trailer: bad length marker"
     );
-    Ok(u32::from_be_bytes(t[1..5].try_into().unwrap()) as u64)
+    Ok(bytes::Reader::at(t, 1, "frame trailer").be::<u32>()? as u64)
 }
 
 /// Variable-length metalayers from the trailer: (name, raw value chunk bytes).
 pub fn parse_trailer(tr: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut r = Reader::new(tr);
     ensure!(
         !tr.is_empty() && (tr[0] & 0xf0) == 0x90,
         corrupt,
         "frame trailer: not a msgpack array"
     );
-    r.pos = 1;
+    let mut r = Reader::at(tr, 1);
     let _version = r.read()?;
     let mut out = Vec::new();
     if let Val::Array(parts) = r.read()? {
@@ -344,9 +340,7 @@ pub fn offset_values(decoded: &[u8]) -> Result<impl Iterator<Item = i64> + '_> {
         "offsets index of {} bytes is not whole int64s",
         decoded.len()
     );
-    Ok(decoded
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap())))
+    Ok(le_all(decoded))
 }
 
 #[cfg(test)]

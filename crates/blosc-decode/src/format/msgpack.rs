@@ -1,6 +1,7 @@
 //! A small, bounded msgpack reader for frame headers, trailers and
 //! metalayers: borrowed values, checked lengths, limited nesting.
 
+use crate::bytes;
 use crate::ensure;
 use crate::error::{Error, Result};
 
@@ -43,37 +44,27 @@ impl<'a> Val<'a> {
 }
 
 /// A cursor over msgpack bytes.
-pub struct Reader<'a> {
-    pub buf: &'a [u8],
-    pub pos: usize,
-}
+pub struct Reader<'a>(bytes::Reader<'a>);
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        Self::at(buf, 0)
     }
     pub fn at(buf: &'a [u8], pos: usize) -> Self {
-        Reader { buf, pos }
+        Reader(bytes::Reader::at(buf, pos, "msgpack value"))
+    }
+    /// The offset of the next value.
+    pub fn pos(&self) -> usize {
+        self.0.pos()
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(|| {
-                Error::truncated(format!(
-                    "msgpack value of {n} bytes runs past the end at {}",
-                    self.pos
-                ))
-            })?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
+        self.0.bytes(n)
     }
     fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
+        self.0.u8()
     }
+    /// An `n`-byte big-endian unsigned integer (`n <= 8`).
     fn be(&mut self, n: usize) -> Result<u64> {
         Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
     }
@@ -162,10 +153,10 @@ impl<'a> Reader<'a> {
     fn array(&mut self, n: usize, depth: usize) -> Result<Val<'a>> {
         // Every element takes at least one byte: a count beyond the input is a lie.
         ensure!(
-            n <= MAX_ITEMS && n <= self.buf.len() - self.pos,
+            n <= MAX_ITEMS && n <= self.0.remaining(),
             corrupt,
             "msgpack array of {n} items in {} bytes",
-            self.buf.len() - self.pos
+            self.0.remaining()
         );
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {
@@ -176,10 +167,10 @@ impl<'a> Reader<'a> {
 
     fn map(&mut self, n: usize, depth: usize) -> Result<Val<'a>> {
         ensure!(
-            n <= MAX_ITEMS && n.saturating_mul(2) <= self.buf.len() - self.pos,
+            n <= MAX_ITEMS && n.saturating_mul(2) <= self.0.remaining(),
             corrupt,
             "msgpack map of {n} entries in {} bytes",
-            self.buf.len() - self.pos
+            self.0.remaining()
         );
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {

@@ -5,6 +5,7 @@
 //! filters u16 @8, f_meta u16 @10, chunksize u32 @12, nchunks/nbytes/cbytes
 //! u64 @16/24/32, special-chunk positions int64 @40..88 (72: data starts).
 
+use crate::bytes::{le_at, Reader};
 use crate::ensure;
 use crate::error::Result;
 
@@ -28,13 +29,6 @@ pub struct PackedHeader {
     pub data_starts: i64,
 }
 
-fn u16_at(b: &[u8], i: usize) -> u16 {
-    u16::from_le_bytes(b[i..i + 2].try_into().unwrap())
-}
-fn u64_at(b: &[u8], i: usize) -> u64 {
-    u64::from_le_bytes(b[i..i + 8].try_into().unwrap())
-}
-
 pub fn parse_header(b: &[u8]) -> Result<PackedHeader> {
     ensure!(
         b.len() >= HEADER_LEN,
@@ -42,22 +36,28 @@ pub fn parse_header(b: &[u8]) -> Result<PackedHeader> {
         "packed super-chunk header needs 96 bytes, got {}",
         b.len()
     );
-    let h = PackedHeader {
-        version: b[0],
-        cname: u16_at(b, 4),
-        clevel: u16_at(b, 6),
-        filters: u16_at(b, 8),
-        chunksize: u32::from_le_bytes(b[12..16].try_into().unwrap()),
-        nchunks: u64_at(b, 16),
-        nbytes: u64_at(b, 24),
-        cbytes: u64_at(b, 32),
-        filters_chunk: u64_at(b, 40) as i64,
-        codec_chunk: u64_at(b, 48) as i64,
-        metadata_chunk: u64_at(b, 56) as i64,
-        userdata_chunk: u64_at(b, 64) as i64,
-        data_starts: u64_at(b, 72) as i64,
-    };
-    Ok(h)
+    let mut r = Reader::new(b, "packed super-chunk header");
+    let version = r.u8()?;
+    r.skip(3)?;
+    let cname = r.le()?;
+    let clevel = r.le()?;
+    let filters = r.le()?;
+    r.skip(2)?; // f_meta
+    Ok(PackedHeader {
+        version,
+        cname,
+        clevel,
+        filters,
+        chunksize: r.le()?,
+        nchunks: r.le()?,
+        nbytes: r.le()?,
+        cbytes: r.le()?,
+        filters_chunk: r.le()?,
+        codec_chunk: r.le()?,
+        metadata_chunk: r.le()?,
+        userdata_chunk: r.le()?,
+        data_starts: r.le()?,
+    })
 }
 
 /// Does `head` (of a file `len` bytes long) look like a packed super-chunk?
@@ -71,8 +71,8 @@ pub fn looks_packed(head: &[u8], len: u64) -> bool {
         && b"\0\0\0" == &head[1..4]
         && h.cbytes == len
         && h.cname <= 5
-        && u64_at(head, 80) == 0
-        && u64_at(head, 88) == 0
+        && le_at::<u64>(head, 80) == Some(0)
+        && le_at::<u64>(head, 88) == Some(0)
         && ds >= HEADER_LEN as i64
         && (ds as u64) <= len
         && h.nchunks <= (len - ds as u64) / 8

@@ -60,10 +60,11 @@ impl Parser<'_> {
             Some(b'[') => self.seq(b']', depth).map(|(v, _)| Lit::List(v)),
             Some(b'(') => {
                 let (v, trailing_comma) = self.seq(b')', depth)?;
-                match v.len() {
+                match <[Lit; 1]>::try_from(v) {
                     // `(x)` is x itself; `(x,)` a 1-tuple.
-                    1 if !trailing_comma => Ok(v.into_iter().next().unwrap()),
-                    _ => Ok(Lit::Tuple(v)),
+                    Ok([x]) if !trailing_comma => Ok(x),
+                    Ok(one) => Ok(Lit::Tuple(one.into())),
+                    Err(v) => Ok(Lit::Tuple(v)),
                 }
             }
             Some(b'{') => self.dict(depth),

@@ -13,6 +13,7 @@
 //! blocks it touches.
 
 use super::chunk::BlockExtent;
+use crate::bytes::le_at;
 use crate::error::{Error, Result};
 
 /// The uncompressed geometry of a VL-block chunk.
@@ -126,14 +127,14 @@ pub fn sizes_from(chunk: &[u8], extents: &[BlockExtent]) -> Result<Vec<i32>> {
     let mut sizes = Vec::with_capacity(extents.len());
     for (i, e) in extents.iter().enumerate() {
         let at = e.start as usize;
-        let field = chunk.get(at..at.saturating_add(4)).ok_or_else(|| {
+        let size = le_at::<i32>(chunk, at).ok_or_else(|| {
             Error::truncated(format!(
                 "VL block size field at {at} is past the {} bytes at hand",
                 chunk.len()
             ))
             .in_block(i as u64)
         })?;
-        sizes.push(i32::from_le_bytes(field.try_into().unwrap()));
+        sizes.push(size);
     }
     Ok(sizes)
 }

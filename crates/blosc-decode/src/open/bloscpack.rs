@@ -1,7 +1,8 @@
 //! Bloscpack files.
 
+use crate::bytes::le_all;
 use crate::ensure;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::format::bloscpack::{self as bp, Header};
 use crate::format::chunk::{ChunkHeader, MIN_HEADER_LEN};
 use crate::index::{ChunkChecksum, ChunkEntry, ChunkLoc, Index, Info};
@@ -50,10 +51,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         if mh.checksum != 0 {
             let at = pos + bp::META_HEADER_LEN as u64 + mh.max_size.max(mh.comp_size) as u64;
             let stored = read_vec(s, at, bp::digest_len(mh.checksum)? as u64)?;
-            bp::verify_checksum(mh.checksum, &data, &stored).map_err(|e| Error {
-                reason: format!("metadata: {}", e.reason),
-                ..e
-            })?;
+            bp::verify_checksum(mh.checksum, &data, &stored).context("metadata")?;
         }
         let meta = bp::decode_meta(&mh, &data)?;
         extra.push((
@@ -77,10 +75,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
             })?;
         let table = read_vec(s, pos, total * 8)?;
         pos += total * 8;
-        let offs: Vec<i64> = table[..h.nchunks as usize * 8]
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let offs: Vec<i64> = le_all(&table[..h.nchunks as usize * 8]).collect();
         if offs.iter().all(|&o| o >= 0) {
             starts = Some(offs.iter().map(|&o| o as u64).collect());
         }
@@ -120,9 +115,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                 h.last_chunk as u64
             }
         } else {
-            chunk_header(s, at)
-                .map_err(|e| e.in_chunk(i as u64))?
-                .nbytes as u64
+            chunk_header(s, at).in_chunk(i as u64)?.nbytes as u64
         };
         chunks.push(ChunkEntry {
             chunk: i as u64,
@@ -171,7 +164,7 @@ fn walk(s: &dyn Source, mut pos: u64, h: &Header, dlen: u64) -> Result<Vec<u64>>
             corrupt,
             "too many chunks"
         );
-        let ch = chunk_header(s, pos).map_err(|e| e.in_chunk(starts.len() as u64))?;
+        let ch = chunk_header(s, pos).in_chunk(starts.len() as u64)?;
         ensure!(
             ch.cbytes as usize >= MIN_HEADER_LEN,
             corrupt,

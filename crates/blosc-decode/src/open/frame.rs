@@ -3,7 +3,7 @@
 use crate::decode::{decompress_chunk, fill_special, nan_pattern};
 use crate::describe;
 use crate::ensure;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::format::chunk::{
     ChunkHeader, ChunkLayout, Special, EXTENDED_HEADER_LEN, MIN_HEADER_LEN,
 };
@@ -52,17 +52,13 @@ fn read_offsets(
     expect: Option<u64>,
     max_stored: u64,
 ) -> Result<Offsets> {
-    let ctx = |e: Error| Error {
-        reason: format!("offsets index: {}", e.reason),
-        ..e
-    };
     let head = read_vec(
         src,
         at,
         (EXTENDED_HEADER_LEN as u64).min(src.len().saturating_sub(at)),
     )
-    .map_err(ctx)?;
-    let h = ChunkHeader::parse(&head).map_err(ctx)?;
+    .context("offsets index")?;
+    let h = ChunkHeader::parse(&head).context("offsets index")?;
     let n = h.nbytes as u64 / 8;
     ensure!(
         h.nbytes % 8 == 0,
@@ -87,10 +83,10 @@ fn read_offsets(
             "offsets index declares {n} chunks of variable size, but there is room for {max_stored} stored chunks and one special"
         ),
     }
-    let chunk = read_vec(src, at, h.cbytes as u64).map_err(ctx)?;
+    let chunk = read_vec(src, at, h.cbytes as u64).context("offsets index")?;
     // A special chunk (a frame of special chunks only, as C-Blosc2 writes
     // one filled with a special value) repeats one int64: not expanded.
-    let layout = ChunkLayout::parse(&chunk).map_err(ctx)?;
+    let layout = ChunkLayout::parse(&chunk).context("offsets index")?;
     if let Some(kind) = layout.special {
         let p = layout.value.len();
         if kind != Special::Value || p == 0 || 8 % p == 0 {
@@ -99,7 +95,7 @@ fn read_offsets(
             return Ok(Offsets::Repeated(i64::from_le_bytes(v), n));
         }
     }
-    let decoded = decompress_chunk(&chunk).map_err(ctx)?;
+    let decoded = decompress_chunk(&chunk).context("offsets index")?;
     ensure!(
         decoded.len() as u64 == n * 8,
         corrupt,
@@ -206,7 +202,7 @@ fn build_chunks(
     let nan_period = nan_pattern(h.typesize as usize).len() as u64;
     let mut uoff = 0u64;
     for (i, v) in offs.iter().enumerate() {
-        let (loc, size) = match frame::decode_offset(v).map_err(|e| e.in_chunk(i as u64))? {
+        let (loc, size) = match frame::decode_offset(v).in_chunk(i as u64)? {
             Offset::At(n) => {
                 nstored += 1;
                 ensure!(
@@ -214,7 +210,7 @@ fn build_chunks(
                     corrupt,
                     "offsets index names more than {max_stored} stored chunks, more than the frame has room for"
                 );
-                stored(i, n).map_err(|e| e.in_chunk(i as u64))?
+                stored(i, n).in_chunk(i as u64)?
             }
             Offset::Special(kind) => {
                 if fixed.is_none() {
@@ -309,9 +305,8 @@ fn sizes_assumed(h: &FrameHeader) -> bool {
 /// The uncompressed size of the chunk at `at`, from its header.
 pub(crate) fn chunk_nbytes(src: &dyn Source, at: u64) -> Result<u64> {
     let head = read_vec(src, at, MIN_HEADER_LEN as u64)?;
-    let nbytes = u32::from_le_bytes(head[4..8].try_into().unwrap());
-    ChunkHeader::parse(&[&head[..], &[0u8; 16]].concat())?;
-    Ok(nbytes as u64)
+    let h = ChunkHeader::parse(&[&head[..], &[0u8; 16]].concat())?;
+    Ok(h.nbytes as u64)
 }
 
 fn vlmetalayers(src: &dyn Source, h: &FrameHeader) -> Result<Vec<(String, Vec<u8>)>> {
@@ -439,7 +434,7 @@ fn chunk_file(dir: &Path, n: u64) -> Result<PathBuf> {
 
 /// Open the sparse frame directory `dir` (a link to one is followed).
 pub fn open_sframe(dir: &Path) -> Result<Index> {
-    let sdir = SourceDir::open(dir, true).map_err(|e| Error::from(e).in_file(dir))?;
+    let sdir = SourceDir::open(dir, true).in_file(dir)?;
     open_sframe_in(Arc::new(sdir))
 }
 
@@ -452,7 +447,7 @@ pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
     let dir = sdir.path();
     let index_path = dir.join("chunks.b2frame");
     let src: Arc<dyn Source> = Arc::new(FileSource::open_in(&sdir, "chunks.b2frame")?);
-    let h = read_header(src.as_ref()).map_err(|e| e.in_file(&index_path))?;
+    let h = read_header(src.as_ref()).in_file(&index_path)?;
     ensure!(
         h.frame_type == 1,
         corrupt,
@@ -460,8 +455,7 @@ pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
         h.frame_type
     );
     let max_stored = sframe_room(dir);
-    let offs = frame_offsets(src.as_ref(), &h, h.header_len, max_stored)
-        .map_err(|e| e.in_file(&index_path))?;
+    let offs = frame_offsets(src.as_ref(), &h, h.header_len, max_stored).in_file(&index_path)?;
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
     let chunks = build_chunks(&h, &offs, max_stored, |_, n| {

@@ -1,7 +1,8 @@
 //! The early Blosc2 packed super-chunk.
 
+use crate::bytes::le_all;
 use crate::ensure;
-use crate::error::{Error, Result};
+use crate::error::{Context, Error, Result};
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
 use crate::format::packed::{self, HEADER_LEN};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
@@ -29,8 +30,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let table = read_vec(s, ds, h.nchunks * 8)?;
     let mut chunks = Vec::with_capacity(h.nchunks as usize);
     let mut uoff = 0u64;
-    for (i, e) in table.chunks_exact(8).enumerate() {
-        let at = i64::from_le_bytes(e.try_into().unwrap());
+    for (i, at) in le_all::<i64>(&table).enumerate() {
         let at = u64::try_from(at)
             .ok()
             .filter(|&a| a >= HEADER_LEN as u64 && a < s.len())
@@ -39,7 +39,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
                     .in_chunk(i as u64)
             })?;
         let n = (EXTENDED_HEADER_LEN as u64).min(s.len() - at);
-        let ch = ChunkHeader::parse(&read_vec(s, at, n)?).map_err(|e| e.in_chunk(i as u64))?;
+        let ch = ChunkHeader::parse(&read_vec(s, at, n)?).in_chunk(i as u64)?;
         chunks.push(ChunkEntry {
             chunk: i as u64,
             uoff,
