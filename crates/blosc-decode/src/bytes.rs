@@ -56,7 +56,8 @@ pub(crate) fn le_all<T: Int>(b: &[u8]) -> impl ExactSizeIterator<Item = T> + '_ 
 }
 
 /// A cursor over a byte slice. Each read advances it, or fails with a
-/// `Truncated` error naming `what` is read and where, and leaves it in place.
+/// `Truncated` error naming what was being read and where, and leaves the
+/// cursor in place.
 #[derive(Debug, Clone)]
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
