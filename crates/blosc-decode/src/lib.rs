@@ -1,12 +1,12 @@
 //! Read Blosc1, Blosc2 and Bloscpack containers as plain bytes, decoding
 //! only the blocks a read touches.
 
-pub mod after;
 pub mod ahead;
 pub mod cache;
 pub mod codec;
 pub mod container;
 pub mod decode;
+pub mod deferred;
 pub mod describe;
 pub mod detect;
 pub mod dtype;
@@ -22,5 +22,6 @@ pub mod sizes;
 pub mod srcdir;
 
 pub use container::{Container, Env};
+pub use deferred::Deferred;
 pub use detect::{open_path, open_path_with};
 pub use error::{Error, ErrorKind, Result};

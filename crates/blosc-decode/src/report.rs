@@ -25,12 +25,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
     } else {
         let _ = writeln!(s, "chunksize:     {}", i.chunksize);
     }
-    if let Some(Ok(l)) = c
-        .chunks()
-        .iter()
-        .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
-        .map(|ci| c.layout(ci))
-    {
+    if let Some(l) = c.first_layout() {
         match l.header.fixed_blocksize() {
             Some(bs) => _ = writeln!(s, "blocksize:     {bs}"),
             None => _ = writeln!(s, "blocksize:     variable"),
@@ -39,12 +34,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
     let _ = writeln!(s, "nchunks:       {}", i.nchunks);
     let _ = writeln!(s, "nbytes:        {}", i.nbytes);
     let _ = writeln!(s, "cbytes:        {}", i.cbytes);
-    let ratio = if i.cbytes > 0 {
-        i.nbytes as f64 / i.cbytes as f64
-    } else {
-        0.0
-    };
-    let _ = writeln!(s, "ratio:         {ratio:.2}x");
+    let _ = writeln!(s, "ratio:         {:.2}x", i.ratio());
     if let v @ crate::container::View::Npy { nd, descr, .. } = c.view() {
         if v.is_npy() {
             let _ = writeln!(s, "presented as:  .npy, dtype {descr}");
