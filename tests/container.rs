@@ -547,3 +547,39 @@ fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
     }
     assert_eq!(decoded(&env), 4, "each of the 4 blocks decoded once");
 }
+
+/// Zero chunks are holes, for reads (`is_zero`) and for seeking, and
+/// nothing else is: chunks of zeros and of NaN alternate here (64 KiB each,
+/// 1000 of them, the first zeros).
+#[test]
+fn zero_chunks_are_holes_and_other_chunks_data() {
+    let env = Env::with_workers(1 << 20, 0);
+    let name = "regress/frame-alternating-specials-1000.b2frame";
+    let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
+    let k = 65_536u64;
+    let len = c.len();
+    assert_eq!(len, 1000 * k);
+    let seek = |at: u64, hole: bool| c.seek_hole_or_data(at, hole).unwrap();
+    assert_eq!(seek(0, true), Some(0));
+    assert_eq!(seek(0, false), Some(k));
+    assert_eq!(seek(k + 5, false), Some(k + 5));
+    assert_eq!(seek(k + 5, true), Some(2 * k));
+    assert_eq!(seek(2 * k + 5, true), Some(2 * k + 5));
+    assert_eq!(seek(998 * k + 1, false), Some(999 * k));
+    // Past the last hole: the end of the file is one.
+    assert_eq!(seek(999 * k + 1, true), Some(len));
+    assert!(c.is_zero(0, k) && c.is_zero(2 * k + 100, 4096));
+    assert!(!c.is_zero(0, k + 1) && !c.is_zero(k, 1) && !c.is_zero(len - 1, 2));
+    // Only zeros: no data from any offset.
+    let z = open_path_with(&fixture("frame/special-zero.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(z.seek_hole_or_data(7, false).unwrap(), None);
+    assert_eq!(z.seek_hole_or_data(7, true).unwrap(), Some(7));
+    // A `.npy` view does not map linearly onto chunks: all data.
+    let a = open_path_with(&fixture("b2nd/partial.b2nd"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.seek_hole_or_data(200, false).unwrap(), Some(200));
+    assert_eq!(a.seek_hole_or_data(200, true).unwrap(), Some(a.len()));
+}
