@@ -1,14 +1,16 @@
 //! `Container`: an opened Blosc container, serving any byte range of its
 //! uncompressed content by decoding only the blocks that range touches.
 //!
-//! The read path: the view ([`view`]) maps presented bytes to raw content
-//! (a `.npy` header, a b2nd array's C order: [`gather`]); binary search of
-//! the chunk table ([`table`]) finds the chunks a range covers; for each,
+//! The read path: the view (`view.rs`) maps presented bytes to raw content
+//! (a `.npy` header, a b2nd array's C order: `gather.rs`); binary search of
+//! the chunk table (`table.rs`) finds the chunks a range covers; for each,
 //! the parsed chunk layout (header, block extents, dictionary — read once,
-//! lazily) says where each block's streams are ([`chunk`]); blocks are taken
+//! lazily) says where each block's streams are (`chunk.rs`); blocks are taken
 //! from the shared LRU cache or the decode-ahead pool, or read and decoded
-//! ([`blocks`]), with the source read as [`policy`] decides. Blocks wholly
-//! inside the request are decoded straight into the caller's buffer.
+//! (`blocks.rs`), with the source read as `policy.rs` decides. Blocks wholly
+//! inside the request are decoded straight into the caller's buffer. Reads
+//! of zero chunks need no decoding (`holes.rs`); what containers share (the
+//! cache, the pool, the counters, options) is an [`Env`] (`env.rs`).
 
 use crate::deferred::Deferred;
 use crate::error::Result;
