@@ -3,6 +3,7 @@
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
 use crate::mount::MountArgs;
 use blosc_decode::srcdir::Caller;
+use blosc_decode::Deferred;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
@@ -268,18 +269,21 @@ impl Filesystem for BloscFuse {
             ino.0, fh.0
         ));
         // Work that can wait until the reply has gone (caching the rest of
-        // a block a small read needed) is done after it.
-        blosc_decode::after::within(|| {
-            READBUF.with(|b| {
-                let mut b = b.borrow_mut();
-                let paged = flags.0 & libc::O_DIRECT == 0;
-                match self.fs.read_request(fh.0, offset, size, paged, &mut b) {
-                    Ok(Filled::Buf) => reply.data(&b),
-                    Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
-                    Err(e) => reply.error(err(e)),
-                }
-            })
-        })
+        // a block a small read needed) is left to `later`, run after it.
+        let mut later = Deferred::new();
+        READBUF.with(|b| {
+            let mut b = b.borrow_mut();
+            let paged = flags.0 & libc::O_DIRECT == 0;
+            match self
+                .fs
+                .read_request(fh.0, offset, size, paged, &mut b, &mut later)
+            {
+                Ok(Filled::Buf) => reply.data(&b),
+                Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
+                Err(e) => reply.error(err(e)),
+            }
+        });
+        later.run();
     }
 
     fn release(

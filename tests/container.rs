@@ -2,7 +2,7 @@
 //! within its budget under concurrent readers; bad input gives clear errors.
 
 mod common;
-use blosc_decode::{open_path_with, Env};
+use blosc_decode::{open_path_with, Deferred, Env};
 use common::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -57,24 +57,26 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
     assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
 }
 
-/// As the FUSE adapter reads (`after` window open): a 4 KiB read of a
+/// As the FUSE adapter reads (with a `Deferred`): a 4 KiB read of a
 /// shuffled block gets its bytes before the rest of the block is unshuffled
-/// and cached, which happens when the window closes (after the reply).
+/// and cached, which happens when the deferred work runs (after the reply).
 #[test]
 fn a_4k_read_caches_its_block_after_the_reply() {
     let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
     let hits = || env.stats.cache_hits.load(Ordering::Relaxed);
     let mut buf = vec![0u8; 4096];
     let off = 1_500_000; // chunk 1, block 7
-    blosc_decode::after::begin();
-    c.read_at(off, &mut buf).unwrap();
+    let mut later = Deferred::new();
+    c.read_at_deferring(off, &mut buf, &mut later).unwrap();
     assert_eq!(buf, whole[off as usize..off as usize + 4096]);
     assert_eq!(decoded(&env), 1);
-    // Not cached yet: a second read in the same window decodes it again.
-    c.read_at(off + 8192, &mut buf).unwrap();
+    // Not cached yet: a second read with the same work pending decodes it
+    // again.
+    c.read_at_deferring(off + 8192, &mut buf, &mut later)
+        .unwrap();
     assert_eq!(buf, whole[off as usize + 8192..off as usize + 12288]);
     assert_eq!((decoded(&env), hits()), (2, 0));
-    blosc_decode::after::finish();
+    later.run();
     // Cached now, as the whole unshuffled block: every byte of it.
     let bs = 65_536;
     let start = off / bs * bs;
@@ -136,7 +138,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
                     // Half the reads as the FUSE adapter does them (the
                     // rest of a partly read block is cached afterwards).
                     let n = if seed & (1 << 20) != 0 {
-                        blosc_decode::after::within(|| c.read_at(off, &mut buf))
+                        c.read_at_deferring(off, &mut buf, &mut Deferred::new())
                     } else {
                         c.read_at(off, &mut buf)
                     }
@@ -544,4 +546,40 @@ fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
         assert!(env.cache.bytes() <= env.cache.budget());
     }
     assert_eq!(decoded(&env), 4, "each of the 4 blocks decoded once");
+}
+
+/// Zero chunks are holes, for reads (`is_zero`) and for seeking, and
+/// nothing else is: chunks of zeros and of NaN alternate here (64 KiB each,
+/// 1000 of them, the first zeros).
+#[test]
+fn zero_chunks_are_holes_and_other_chunks_data() {
+    let env = Env::with_workers(1 << 20, 0);
+    let name = "regress/frame-alternating-specials-1000.b2frame";
+    let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
+    let k = 65_536u64;
+    let len = c.len();
+    assert_eq!(len, 1000 * k);
+    let seek = |at: u64, hole: bool| c.seek_hole_or_data(at, hole).unwrap();
+    assert_eq!(seek(0, true), Some(0));
+    assert_eq!(seek(0, false), Some(k));
+    assert_eq!(seek(k + 5, false), Some(k + 5));
+    assert_eq!(seek(k + 5, true), Some(2 * k));
+    assert_eq!(seek(2 * k + 5, true), Some(2 * k + 5));
+    assert_eq!(seek(998 * k + 1, false), Some(999 * k));
+    // Past the last hole: the end of the file is one.
+    assert_eq!(seek(999 * k + 1, true), Some(len));
+    assert!(c.is_zero(0, k) && c.is_zero(2 * k + 100, 4096));
+    assert!(!c.is_zero(0, k + 1) && !c.is_zero(k, 1) && !c.is_zero(len - 1, 2));
+    // Only zeros: no data from any offset.
+    let z = open_path_with(&fixture("frame/special-zero.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(z.seek_hole_or_data(7, false).unwrap(), None);
+    assert_eq!(z.seek_hole_or_data(7, true).unwrap(), Some(7));
+    // A `.npy` view does not map linearly onto chunks: all data.
+    let a = open_path_with(&fixture("b2nd/partial.b2nd"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.seek_hole_or_data(200, false).unwrap(), Some(200));
+    assert_eq!(a.seek_hole_or_data(200, true).unwrap(), Some(a.len()));
 }

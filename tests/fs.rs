@@ -642,21 +642,53 @@ fn a_paged_read_past_the_version_a_handle_serves_fails() {
     assert!(last > 0, "the fixture ends inside a page");
     // The last page: answered short (the file ends there).
     assert!(matches!(
-        fs.read_request(fh, page, 4096, true, &mut buf),
+        fs.read_request(
+            fh,
+            page,
+            4096,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        ),
         Ok(Filled::Buf)
     ));
     assert_eq!(buf, want[page as usize..]);
     // Reaching the page after it: the kernel's size is not this version's.
     assert_eq!(
-        fs.read_request(fh, page, 8192, true, &mut buf).err(),
+        fs.read_request(
+            fh,
+            page,
+            8192,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .err(),
         Some(libc::EIO)
     );
     assert_eq!(
-        fs.read_request(fh, page + 4096, 4096, true, &mut buf).err(),
+        fs.read_request(
+            fh,
+            page + 4096,
+            4096,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .err(),
         Some(libc::EIO)
     );
     // A direct read past the end is short, as for any file.
-    assert!(fs.read_request(fh, page, 8192, false, &mut buf).is_ok());
+    assert!(fs
+        .read_request(
+            fh,
+            page,
+            8192,
+            false,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .is_ok());
     assert_eq!(buf.len(), last);
     // A plain file cut while open: the pages it no longer has fail.
     let p = d.path().join("sub/readme.txt");
@@ -664,7 +696,16 @@ fn a_paged_read_past_the_version_a_handle_serves_fails() {
     let r = fs.lookup(r.ino, OsStr::new("readme.txt")).unwrap();
     std::fs::write(&p, vec![7u8; 10_000]).unwrap();
     let (ph, _) = fs.open(r.ino, false).unwrap();
-    assert!(fs.read_request(ph, 0, 12_288, true, &mut buf).is_ok());
+    assert!(fs
+        .read_request(
+            ph,
+            0,
+            12_288,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .is_ok());
     assert_eq!(buf.len(), 10_000);
     std::fs::OpenOptions::new()
         .write(true)
@@ -673,10 +714,27 @@ fn a_paged_read_past_the_version_a_handle_serves_fails() {
         .set_len(3000)
         .unwrap();
     assert_eq!(
-        fs.read_request(ph, 0, 12_288, true, &mut buf).err(),
+        fs.read_request(
+            ph,
+            0,
+            12_288,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .err(),
         Some(libc::EIO)
     );
-    assert!(fs.read_request(ph, 0, 4096, true, &mut buf).is_ok());
+    assert!(fs
+        .read_request(
+            ph,
+            0,
+            4096,
+            true,
+            &mut buf,
+            &mut blosc_decode::Deferred::new()
+        )
+        .is_ok());
     assert_eq!(buf, vec![7u8; 3000]);
 }
 

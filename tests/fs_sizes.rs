@@ -154,7 +154,14 @@ fn a_frame_of_mixed_chunk_sizes_reads_as_long_as_it_is_listed() {
         let mut buf = Vec::new();
         for page in (0..pages).rev() {
             let at = page * 4096;
-            match fs.read_request(fh, at, 4096, true, &mut buf) {
+            match fs.read_request(
+                fh,
+                at,
+                4096,
+                true,
+                &mut buf,
+                &mut blosc_decode::Deferred::new(),
+            ) {
                 Ok(Filled::Buf) => {}
                 r => panic!("{name}: page {page}: {r:?}"),
             }

@@ -659,7 +659,7 @@ fn damaged_chunk_is_eio_for_that_range_only_and_logged_once() {
 }
 
 /// Small random reads through the kernel (read-ahead off, so each is one
-/// 4 KiB request): each is answered before its block is cached (`after`),
+/// 4 KiB request): each is answered before its block is cached (`Deferred`),
 /// and reading the same places again (from the cache the replies left
 /// behind, the page cache dropped) gives the same bytes.
 #[test]

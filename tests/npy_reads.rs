@@ -5,7 +5,8 @@
 //! see `gen.py` there); element `i` of each holds `float32(i)`.
 
 mod common;
-use blosc_decode::{after, open_path_with, Container, Env};
+use blosc_decode::deferred::PENDING_MAX;
+use blosc_decode::{open_path_with, Container, Deferred, Env};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -96,18 +97,29 @@ fn count(c: &std::sync::atomic::AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-/// Read the whole file in `REQ` requests, each in an `after` window as the
-/// FUSE adapter serves it; also returns the number of requests.
-fn read_seq(c: &Container) -> (Vec<u8>, u64) {
+/// Read `buf.len()` bytes at `off` as the FUSE adapter does (the work that
+/// can wait run after); also returns the most bytes of deferred work held.
+fn read_deferring(c: &Container, off: u64, buf: &mut [u8]) -> (usize, usize) {
+    let mut later = Deferred::new();
+    let n = c.read_at_deferring(off, buf, &mut later).unwrap();
+    later.run();
+    (n, later.peak())
+}
+
+/// Read the whole file in `REQ` requests, each as the FUSE adapter serves
+/// it; also returns the number of requests and the most bytes of deferred
+/// work one held.
+fn read_seq(c: &Container) -> (Vec<u8>, u64, usize) {
     let mut all = vec![0u8; c.len() as usize];
-    let mut reqs = 0;
+    let (mut reqs, mut peak) = (0, 0);
     for piece in all.chunks_mut(REQ) {
         let off = reqs * REQ as u64;
-        let n = after::within(|| c.read_at(off, piece)).unwrap();
+        let (n, p) = read_deferring(c, off, piece);
         assert_eq!(n, piece.len());
+        peak = peak.max(p);
         reqs += 1;
     }
-    (all, reqs)
+    (all, reqs, peak)
 }
 
 /// The case, scaled down: with a cache of one chunk row, reading
@@ -119,8 +131,7 @@ fn a_sequential_read_decodes_each_block_at_most_twice() {
     for name in NAMES {
         let a = array(name);
         let (env, c) = a.open(a.chunk_row_bytes(), 0);
-        after::take_peak();
-        let (npy, _) = read_seq(&c);
+        let (npy, _, peak) = read_seq(&c);
         a.check(&npy);
         let st = &env.stats;
         let decoded = count(&st.blocks_decoded);
@@ -136,7 +147,6 @@ fn a_sequential_read_decodes_each_block_at_most_twice() {
             "{name}: read {read} of {file} bytes"
         );
         assert_eq!(count(&st.bytes_served), 4 * a.nelems(), "{name}");
-        let peak = after::take_peak();
         assert!(peak <= 2 * 4096, "{name}: {peak} bytes of deferred work");
         assert!(env.cache.bytes() <= env.cache.budget());
     }
@@ -150,7 +160,7 @@ fn a_sequential_read_with_a_large_cache_decodes_each_block_once() {
         let a = array(name);
         for workers in [0, 2] {
             let (env, c) = a.open(64 << 20, workers);
-            let (npy, _) = read_seq(&c);
+            let (npy, _, _) = read_seq(&c);
             a.check(&npy);
             while env.ahead.in_flight() > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -168,8 +178,7 @@ fn a_cache_smaller_than_a_chunk_row_costs_a_decode_per_block_and_request() {
     for name in NAMES {
         let a = array(name);
         let (env, c) = a.open(32 << 10, 0);
-        after::take_peak();
-        let (npy, reqs) = read_seq(&c);
+        let (npy, reqs, peak) = read_seq(&c);
         a.check(&npy);
         // A request spans at most two block rows (it is smaller than one)
         // of up to a chunk row's blocks each.
@@ -179,7 +188,7 @@ fn a_cache_smaller_than_a_chunk_row_costs_a_decode_per_block_and_request() {
             decoded <= reqs * 2 * row_blocks,
             "{name}: {decoded} decodes in {reqs} requests"
         );
-        assert!(after::take_peak() <= after::PENDING_MAX);
+        assert!(peak <= PENDING_MAX);
         assert!(env.cache.bytes() <= env.cache.budget());
     }
 }
@@ -196,7 +205,7 @@ fn random_reads_from_threads_are_exact() {
             .iter()
             .map(|a| {
                 let c = open_path_with(&a.path, &env).unwrap().unwrap();
-                let (npy, _) = read_seq(&c);
+                let (npy, _, _) = read_seq(&c);
                 a.check(&npy);
                 (c, npy)
             })
@@ -213,18 +222,19 @@ fn random_reads_from_threads_are_exact() {
                     seed ^= seed << 17;
                     seed
                 };
-                after::take_peak();
+                let mut peak = 0;
                 for _ in 0..300 {
                     let (c, npy) = &files[(next() % files.len() as u64) as usize];
                     let len = [1, 3, 100, 4096, 20_000, REQ][(next() % 6) as usize];
                     let off = next() % npy.len() as u64;
                     let mut buf = vec![0u8; len];
-                    let n = after::within(|| c.read_at(off, &mut buf)).unwrap();
+                    let (n, p) = read_deferring(c, off, &mut buf);
+                    peak = peak.max(p);
                     let want = len.min(npy.len() - off as usize);
                     assert_eq!(n, want);
                     assert_eq!(&buf[..n], &npy[off as usize..off as usize + n], "at {off}");
                 }
-                assert!(after::take_peak() <= after::PENDING_MAX);
+                assert!(peak <= PENDING_MAX);
             })
         })
         .collect();

@@ -207,10 +207,10 @@ fn check(f: &Fixture, env: &Env) -> Result<(), String> {
         } as usize;
         let mut w = vec![0xAAu8; len];
         // Half the windows as the FUSE adapter reads: the rest of a block a
-        // small read needed is cached after the reply (`after`), and later
+        // small read needed is cached after the reply (`Deferred`), and later
         // windows read those cached blocks.
         let r = if rng.below(2) == 0 {
-            blosc_decode::after::within(|| c.read_at(off, &mut w))
+            c.read_at_deferring(off, &mut w, &mut blosc_decode::Deferred::new())
         } else {
             c.read_at(off, &mut w)
         };

@@ -160,7 +160,7 @@ fn a_small_read_decodes_one_block() {
     assert_eq!(decoded(), 2, "block 40 cached, block 41 decoded");
 }
 
-/// As the FUSE adapter reads (`after` window open): a small read of a
+/// As the FUSE adapter reads (with a `Deferred`): a small read of a
 /// shuffled VL block is answered from its unshuffled range, then the whole
 /// block is cached.
 #[test]
@@ -170,9 +170,9 @@ fn a_small_read_of_a_shuffled_block_is_answered_first() {
     let whole = read_all(&c).unwrap();
     let (env, c) = open(name);
     let mut buf = vec![0u8; 100];
-    blosc_decode::after::begin();
-    c.read_at(1234, &mut buf).unwrap();
-    blosc_decode::after::finish();
+    let mut later = blosc_decode::Deferred::new();
+    c.read_at_deferring(1234, &mut buf, &mut later).unwrap();
+    later.run();
     assert_eq!(buf, whole[1234..1334]);
     c.read_at(3001, &mut buf).unwrap();
     assert_eq!(buf, whole[3001..3101]);
@@ -195,9 +195,9 @@ fn a_small_read_of_a_shuffled_block_is_answered_first() {
     ] {
         let (env, c) = open(name);
         let mut buf = vec![0u8; (s3 + n3 - off).min(100) as usize];
-        blosc_decode::after::begin();
-        c.read_at(off, &mut buf).unwrap();
-        blosc_decode::after::finish();
+        let mut later = blosc_decode::Deferred::new();
+        c.read_at_deferring(off, &mut buf, &mut later).unwrap();
+        later.run();
         assert_eq!(buf, whole[off as usize..][..buf.len()], "at {off}");
         let mut all = vec![0u8; n3 as usize];
         c.read_at(s3, &mut all).unwrap();

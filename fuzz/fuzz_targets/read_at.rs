@@ -40,10 +40,13 @@ fuzz_target!(|data: &[u8]| {
         let at = off % total.saturating_add(1);
         let mut window = vec![0u8; len as usize];
         // Bit 1 of the length: read the window as the FUSE adapter does, the
-        // rest of a partly read block cached after the "reply" (`after`).
+        // rest of a partly read block cached after the "reply" (`Deferred`).
         let read_window = |window: &mut [u8]| {
             if len & 2 == 2 {
-                blosc_decode::after::within(|| c.read_at(at, window))
+                let mut later = blosc_decode::Deferred::new();
+                let r = c.read_at_deferring(at, window, &mut later);
+                later.run();
+                r
             } else {
                 c.read_at(at, window)
             }

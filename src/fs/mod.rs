@@ -12,7 +12,6 @@ use crate::names;
 use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
-use blosc_decode::index::ChunkLoc;
 use blosc_decode::io::{self, errno_of, Stamp};
 use blosc_decode::longpath;
 use blosc_decode::srcdir::{Caller, SourceDir};

@@ -1,6 +1,7 @@
 //! Reads and seeks on open handles.
 
 use super::*;
+use blosc_decode::Deferred;
 
 impl Fs {
     /// Read up to `size` bytes at `offset` into `buf` (its length becomes the
@@ -13,7 +14,7 @@ impl Fs {
         size: u32,
         buf: &mut Vec<u8>,
     ) -> Result<Filled, i32> {
-        self.read_request(fh, offset, size, false, buf)
+        self.read_request(fh, offset, size, false, buf, &mut Deferred::none())
     }
 
     /// A read as the kernel sends it. `paged`: for its page cache (not
@@ -24,7 +25,9 @@ impl Fs {
     /// end of the version this handle serves (the kernel's size is another
     /// version's: the source changed and the kernel has not seen it yet), or
     /// that the source shrank under while it was read, fails with `EIO`
-    /// instead of being answered short.
+    /// instead of being answered short. What can wait until `buf` has been
+    /// used (caching the rest of a block a small read needed) is left to
+    /// `later`.
     pub fn read_request(
         &self,
         fh: u64,
@@ -32,6 +35,7 @@ impl Fs {
         size: u32,
         paged: bool,
         buf: &mut Vec<u8>,
+        later: &mut Deferred,
     ) -> Result<Filled, i32> {
         let h = self.handle(fh)?;
         let stale = |path: &Path, len: u64| {
@@ -85,40 +89,55 @@ impl Fs {
                 if past_end(len) {
                     return stale(sp, len);
                 }
-                if offset >= len {
-                    buf.clear();
-                    return Ok(Filled::Buf);
+                self.read_container(c, *ino, offset, size, buf, later)
+            }
+        }
+    }
+
+    /// Up to `size` bytes of container `c` (inode `ino`) at `offset` into
+    /// `buf`, or a hole's length when they are all zeros.
+    fn read_container(
+        &self,
+        c: &Arc<Container>,
+        ino: u64,
+        offset: u64,
+        size: u32,
+        buf: &mut Vec<u8>,
+        later: &mut Deferred,
+    ) -> Result<Filled, i32> {
+        let len = c.len();
+        if offset >= len {
+            buf.clear();
+            return Ok(Filled::Buf);
+        }
+        let n = (size as u64).min(len - offset) as usize;
+        // (The zero buffer is made on the first read of a hole.)
+        if c.is_zero(offset, n as u64) && n <= ZEROS.len() {
+            let st = &c.env().stats;
+            Stats::add(&st.special_bytes_served, n as u64);
+            Stats::add(&st.bytes_served, n as u64);
+            return Ok(Filled::Zeros(n));
+        }
+        set_len(buf, n);
+        match c.read_at_deferring(offset, buf, later) {
+            Ok(got) => {
+                buf.truncate(got);
+                Ok(Filled::Buf)
+            }
+            Err(e) => {
+                if e.kind == blosc_decode::ErrorKind::Changed {
+                    // A file of it (a sparse frame's chunk file) was
+                    // rewritten while the container's own stamp says
+                    // unchanged: the next open opens it afresh.
+                    self.forget_container(ino, c);
                 }
-                let n = (size as u64).min(len - offset) as usize;
-                // (The zero buffer is made on the first read of a hole.)
-                if c.is_zero(offset, n as u64) && n <= ZEROS.len() {
-                    let st = &c.env().stats;
-                    Stats::add(&st.special_bytes_served, n as u64);
-                    Stats::add(&st.bytes_served, n as u64);
-                    return Ok(Filled::Zeros(n));
-                }
-                set_len(buf, n);
-                match c.read_at(offset, buf) {
-                    Ok(got) => {
-                        buf.truncate(got);
-                        Ok(Filled::Buf)
-                    }
-                    Err(e) => {
-                        if e.kind == blosc_decode::ErrorKind::Changed {
-                            // A file of it (a sparse frame's chunk file) was
-                            // rewritten while the container's own stamp says
-                            // unchanged: the next open opens it afresh.
-                            self.forget_container(*ino, c);
-                        }
-                        // One line per (file, chunk, reason), not per read.
-                        let key = format!("read:{:?}:{:?}:{}", e.path, e.chunk, e.reason);
-                        self.warn_once(
-                            &key,
-                            &format!("{e} (read of {n} bytes at offset {offset} fails with EIO; further failures like this are not logged)"),
-                        );
-                        Err(e.errno())
-                    }
-                }
+                // One line per (file, chunk, reason), not per read.
+                let key = format!("read:{:?}:{:?}:{}", e.path, e.chunk, e.reason);
+                self.warn_once(
+                    &key,
+                    &format!("{e} (read of {n} bytes at offset {offset} fails with EIO; further failures like this are not logged)"),
+                );
+                Err(e.errno())
             }
         }
     }
@@ -150,33 +169,10 @@ impl Fs {
         match whence {
             libc::SEEK_SET => Ok(offset),
             libc::SEEK_DATA | libc::SEEK_HOLE => {
-                let want_hole = whence == libc::SEEK_HOLE;
-                // Only the raw view maps linearly onto chunks.
-                if !matches!(c.view(), View::Raw) {
-                    return Ok(if want_hole { len } else { offset });
-                }
-                let off = offset as u64;
-                let chunks = c.checked_chunks().map_err(|e| e.errno())?;
-                let start = chunks.partition_point(|e| e.uoff + e.ulen <= off);
-                for (ci, e) in chunks.iter().enumerate().skip(start) {
-                    let hole = match &e.loc {
-                        ChunkLoc::Special { kind, .. } => kind.is_zeros(),
-                        // A stored chunk whose header says "all zeros" is a hole too
-                        // (reads its header once; an unreadable one counts as data).
-                        ChunkLoc::Stored { .. } => c
-                            .layout(ci)
-                            .ok()
-                            .and_then(|l| l.special)
-                            .is_some_and(|k| k.is_zeros()),
-                    };
-                    if hole == want_hole {
-                        return Ok(e.uoff.max(off) as i64);
-                    }
-                }
-                if want_hole {
-                    Ok(len)
-                } else {
-                    Err(libc::ENXIO)
+                match c.seek_hole_or_data(offset as u64, whence == libc::SEEK_HOLE) {
+                    Ok(Some(at)) => Ok(at as i64),
+                    Ok(None) => Err(libc::ENXIO),
+                    Err(e) => Err(e.errno()),
                 }
             }
             _ => Err(libc::EINVAL),

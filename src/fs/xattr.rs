@@ -25,23 +25,12 @@ impl Fs {
             add("filters", i.filters.join(","));
             add("typesize", i.typesize.to_string());
             add("chunksize", i.chunksize.to_string());
-            let bs = c
-                .chunks()
-                .iter()
-                .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
-                .and_then(|ci| c.layout(ci).ok())
-                .and_then(|l| l.header.fixed_blocksize())
-                .unwrap_or(0);
-            add("blocksize", bs.to_string());
+            let bs = c.first_layout().and_then(|l| l.header.fixed_blocksize());
+            add("blocksize", bs.unwrap_or(0).to_string());
             add("nchunks", i.nchunks.to_string());
             add("nbytes", i.nbytes.to_string());
             add("cbytes", i.cbytes.to_string());
-            let r = if i.cbytes > 0 {
-                i.nbytes as f64 / i.cbytes as f64
-            } else {
-                0.0
-            };
-            add("cratio", format!("{r:.3}"));
+            add("cratio", format!("{:.3}", i.ratio()));
             if let View::Npy { descr, nd, .. } = c.view() {
                 add("dtype", descr.clone());
                 if let Some(nd) = nd {

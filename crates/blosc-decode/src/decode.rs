@@ -120,31 +120,77 @@ pub fn decode_block(
     })
 }
 
-/// The element size when a chunk's only filter step is a byte shuffle (what
-/// python-blosc2 writes by default): its blocks' streams decode to the
-/// shuffled block, and any range of that can be unshuffled alone
-/// (`filter::shuffle::unshuffle_range`). `None` for any other pipeline.
-pub fn lone_shuffle(h: &crate::format::chunk::ChunkHeader) -> Option<usize> {
-    if h.memcpyed() {
-        return None;
+/// A block decoded a range first: its chunk's only filter step is a byte
+/// shuffle (what python-blosc2 writes by default), so its streams decode to
+/// the shuffled block and any range of that can be unshuffled alone. A
+/// reader of a few KiB of it gets its bytes before the rest of the block is
+/// unshuffled.
+#[derive(Clone, Copy, Debug)]
+pub struct RangeFirst {
+    ts: usize,
+}
+
+impl RangeFirst {
+    /// For block `i` of `layout`, when its pipeline is a lone byte shuffle
+    /// and it is not above [`BIG_BLOCK`] (those wait for their turn in
+    /// [`decode_block`], and this would unshuffle a second copy of it).
+    pub fn of(layout: &ChunkLayout, i: u32) -> Option<RangeFirst> {
+        let h = &layout.header;
+        if h.memcpyed() || layout.block_len(i) as usize > BIG_BLOCK {
+            return None;
+        }
+        match steps(h).ok()?.as_slice() {
+            [Step::Unshuffle(t)] if *t >= 2 => Some(RangeFirst { ts: *t }),
+            _ => None,
+        }
     }
-    match steps(h).ok()?.as_slice() {
-        [Step::Unshuffle(t)] if *t >= 2 => Some(*t),
-        _ => None,
+
+    /// Decode the streams of block `i` (its extent bytes in `data`) and
+    /// unshuffle bytes `lo..lo + dst.len()` of it into `dst`; the rest of
+    /// the block waits in what is returned.
+    pub fn decode(
+        self,
+        layout: &ChunkLayout,
+        i: u32,
+        data: &[u8],
+        lo: usize,
+        dst: &mut [u8],
+    ) -> Result<ShuffledBlock> {
+        let len = layout.block_len(i) as usize;
+        ensure!(
+            lo.checked_add(dst.len()).is_some_and(|hi| hi <= len),
+            corrupt,
+            "internal: bytes {lo}.. (+{}) of a block of {len}",
+            dst.len()
+        );
+        let mut buf = SHUFFLED.with(|p| std::mem::replace(&mut *p.borrow_mut(), BlockBuf::new(0)));
+        scratch(&mut buf, len);
+        decode_streams(layout, i, data, &mut buf)?;
+        filter::shuffle::unshuffle_range(self.ts, &buf, lo, dst);
+        Ok(ShuffledBlock { buf, ts: self.ts })
     }
 }
 
-/// Decode the streams of block `i` (its extent bytes in `data`) into `out`
-/// (exactly `layout.block_len(i)` bytes) without undoing its filters: for a chunk
-/// with a [`lone_shuffle`], the shuffled block.
-pub fn decode_block_streams(
-    layout: &ChunkLayout,
-    i: u32,
-    data: &[u8],
-    out: &mut [u8],
-) -> Result<()> {
-    block_len_of(layout, i, out)?;
-    decode_streams(layout, i, data, out)
+thread_local! {
+    /// The buffer of the thread's last [`ShuffledBlock`], kept for its next
+    /// one (up to [`KEEP_SCRATCH`]).
+    static SHUFFLED: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
+}
+
+/// A block decoded but for its byte shuffle (see [`RangeFirst`]).
+pub struct ShuffledBlock {
+    buf: BlockBuf,
+    ts: usize,
+}
+
+impl ShuffledBlock {
+    /// Unshuffle the whole block into `out` (exactly the block's length).
+    pub fn unshuffle(self, out: &mut [u8]) {
+        filter::shuffle::unshuffle(self.ts, &self.buf, out);
+        if self.buf.capacity() <= KEEP_SCRATCH {
+            SHUFFLED.with(|p| *p.borrow_mut() = self.buf);
+        }
+    }
 }
 
 /// The size of block `i`, which the buffer `out` given for it must have.

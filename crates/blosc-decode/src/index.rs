@@ -75,6 +75,18 @@ pub struct Info {
     pub extra: Vec<(String, String)>,
 }
 
+impl Info {
+    /// The compression ratio: uncompressed over stored bytes (0 when
+    /// nothing is stored).
+    pub fn ratio(&self) -> f64 {
+        if self.cbytes > 0 {
+            self.nbytes as f64 / self.cbytes as f64
+        } else {
+            0.0
+        }
+    }
+}
+
 /// A container, opened: its sources, chunk table and description.
 pub struct Index {
     pub sources: Vec<Arc<dyn Source>>,

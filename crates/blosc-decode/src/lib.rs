@@ -6,13 +6,13 @@
 // rather than in Cargo.toml, whose lint tables cannot tell tests apart.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
-pub mod after;
 pub mod ahead;
 pub(crate) mod bytes;
 pub mod cache;
 pub mod codec;
 pub mod container;
 pub mod decode;
+pub mod deferred;
 pub mod describe;
 pub mod detect;
 pub mod dtype;
@@ -29,5 +29,6 @@ pub mod sizes;
 pub mod srcdir;
 
 pub use container::{Container, Env};
+pub use deferred::Deferred;
 pub use detect::{open_path, open_path_with};
 pub use error::{Error, ErrorKind, Result};

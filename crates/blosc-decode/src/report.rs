@@ -25,12 +25,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
     } else {
         let _ = writeln!(s, "chunksize:     {}", i.chunksize);
     }
-    if let Some(Ok(l)) = c
-        .chunks()
-        .iter()
-        .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))
-        .map(|ci| c.layout(ci))
-    {
+    if let Some(l) = c.first_layout() {
         match l.header.fixed_blocksize() {
             Some(bs) => _ = writeln!(s, "blocksize:     {bs}"),
             None => _ = writeln!(s, "blocksize:     variable"),
@@ -39,12 +34,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
     let _ = writeln!(s, "nchunks:       {}", i.nchunks);
     let _ = writeln!(s, "nbytes:        {}", i.nbytes);
     let _ = writeln!(s, "cbytes:        {}", i.cbytes);
-    let ratio = if i.cbytes > 0 {
-        i.nbytes as f64 / i.cbytes as f64
-    } else {
-        0.0
-    };
-    let _ = writeln!(s, "ratio:         {ratio:.2}x");
+    let _ = writeln!(s, "ratio:         {:.2}x", i.ratio());
     if let v @ crate::container::View::Npy { nd, descr, .. } = c.view() {
         if v.is_npy() {
             let _ = writeln!(s, "presented as:  .npy, dtype {descr}");
@@ -77,79 +67,94 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         let _ = writeln!(s, "vlmetalayers:  {}", names(&i.vlmetalayers));
     }
     if chunks {
-        let _ = writeln!(
-            s,
-            "\n{:>8} {:>14} {:>12} {:>14} {:>10}  kind",
-            "chunk", "uoffset", "nbytes", "offset", "cbytes"
-        );
-        // Where the chunks' own sizes put them; failing that, as assumed.
-        let all = c.checked_chunks().unwrap_or_else(|e| {
-            let _ = writeln!(s, "(chunk sizes: {e})");
-            c.chunks()
-        });
-        for (n, e) in all.iter().enumerate() {
-            match &e.loc {
-                ChunkLoc::Special { kind, .. } => {
-                    // A run of special chunks is one entry.
-                    let next = all.get(n + 1).map_or(i.nchunks, |x| x.chunk);
-                    let run = next.saturating_sub(e.chunk);
-                    let _ = writeln!(
-                        s,
-                        "{:>8} {:>14} {:>12} {:>14} {:>10}  special: {}{}",
-                        e.chunk,
-                        e.uoff,
-                        e.ulen,
-                        "-",
-                        0,
-                        kind.name(),
-                        if run > 1 {
-                            format!(" ({run} chunks, {} to {})", e.chunk, next - 1)
-                        } else {
-                            String::new()
-                        }
-                    );
-                }
-                ChunkLoc::Stored {
-                    src,
-                    offset,
-                    cbytes,
-                } => {
-                    // The index may only bound a chunk's size (frames
-                    // know where it starts, not where it ends): the
-                    // chunk's own header says.
-                    let cbytes = c.layout(n).map_or(*cbytes, |l| l.header.cbytes as u64);
-                    let kind = match c.layout(n) {
-                        Ok(l) => match l.special {
-                            Some(k) => format!("special: {}", k.name()),
-                            None => format!(
-                                "{} {} blocks of {}{}",
-                                l.header.codec().map(|c| c.name()).unwrap_or("?"),
-                                l.header.nblocks(),
-                                l.header
-                                    .fixed_blocksize()
-                                    .map_or("variable size".to_string(), |b| b.to_string()),
-                                if l.header.memcpyed() {
-                                    " (memcpyed)"
-                                } else {
-                                    ""
-                                }
-                            ),
-                        },
-                        Err(e) => format!("error: {}", e.reason),
-                    };
-                    let src = if c.chunks().len() > 1 && *src > 0 {
-                        format!(" (source {src})")
+        chunk_table(c, &mut s);
+    }
+    s
+}
+
+/// The `--chunks` table: one line a stored chunk, one a run of special ones.
+fn chunk_table(c: &Container, s: &mut String) {
+    let _ = writeln!(
+        s,
+        "\n{:>8} {:>14} {:>12} {:>14} {:>10}  kind",
+        "chunk", "uoffset", "nbytes", "offset", "cbytes"
+    );
+    // Where the chunks' own sizes put them; failing that, as assumed.
+    let all = c.checked_chunks().unwrap_or_else(|e| {
+        let _ = writeln!(s, "(chunk sizes: {e})");
+        c.chunks()
+    });
+    let nchunks = c.info().nchunks;
+    for (n, e) in all.iter().enumerate() {
+        match &e.loc {
+            ChunkLoc::Special { kind, .. } => {
+                // A run of special chunks is one entry.
+                let next = all.get(n + 1).map_or(nchunks, |x| x.chunk);
+                let run = next.saturating_sub(e.chunk);
+                let _ = writeln!(
+                    s,
+                    "{:>8} {:>14} {:>12} {:>14} {:>10}  special: {}{}",
+                    e.chunk,
+                    e.uoff,
+                    e.ulen,
+                    "-",
+                    0,
+                    kind.name(),
+                    if run > 1 {
+                        format!(" ({run} chunks, {} to {})", e.chunk, next - 1)
                     } else {
                         String::new()
-                    };
-                    let _ = writeln!(
-                        s,
-                        "{:>8} {:>14} {:>12} {:>14} {:>10}  {kind}{src}",
-                        e.chunk, e.uoff, e.ulen, offset, cbytes
-                    );
-                }
+                    }
+                );
+            }
+            ChunkLoc::Stored {
+                src,
+                offset,
+                cbytes,
+            } => {
+                // The index may only bound a chunk's size (frames know
+                // where it starts, not where it ends): the chunk's own
+                // header says.
+                let cbytes = c.layout(n).map_or(*cbytes, |l| l.header.cbytes as u64);
+                let src = if c.chunks().len() > 1 && *src > 0 {
+                    format!(" (source {src})")
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(
+                    s,
+                    "{:>8} {:>14} {:>12} {:>14} {:>10}  {}{src}",
+                    e.chunk,
+                    e.uoff,
+                    e.ulen,
+                    offset,
+                    cbytes,
+                    stored_kind(c, n)
+                );
             }
         }
     }
-    s
+}
+
+/// What stored chunk `n` holds, as its header says.
+fn stored_kind(c: &Container, n: usize) -> String {
+    match c.layout(n) {
+        Ok(l) => match l.special {
+            Some(k) => format!("special: {}", k.name()),
+            None => format!(
+                "{} {} blocks of {}{}",
+                l.header.codec().map(|c| c.name()).unwrap_or("?"),
+                l.header.nblocks(),
+                l.header
+                    .fixed_blocksize()
+                    .map_or("variable size".to_string(), |b| b.to_string()),
+                if l.header.memcpyed() {
+                    " (memcpyed)"
+                } else {
+                    ""
+                }
+            ),
+        },
+        Err(e) => format!("error: {}", e.reason),
+    }
 }

@@ -12,8 +12,11 @@
 //! of a whole block or more (row-wise blocks, 1-D arrays) go through
 //! `read_raw_at`, which decodes whole blocks straight into the reply.
 
-use super::{ChunkCtx, Container};
+use super::chunk::ChunkCtx;
+use super::table::chunk_at;
+use super::Container;
 use crate::cache::Stats;
+use crate::deferred::Deferred;
 use crate::error::Result;
 use crate::index::ChunkLoc;
 use crate::npy::NdLayout;
@@ -45,6 +48,7 @@ struct Gather<'a> {
     end: u64,
     block_bytes: u64,
     short: &'a mut Vec<Piece>,
+    later: &'a mut Deferred,
 }
 
 impl Gather<'_> {
@@ -70,12 +74,12 @@ impl Gather<'_> {
                 len: n as usize,
             };
             if n >= bb {
-                self.c
-                    .read_exact_raw(p.raw, &mut self.out[p.pos..p.pos + p.len])?;
+                let out = &mut self.out[p.pos..p.pos + p.len];
+                self.c.read_exact_raw(p.raw, out, self.later)?;
             } else {
                 self.short.push(p);
                 if self.short.len() >= BATCH {
-                    self.c.serve(self.short, self.out)?;
+                    self.c.serve(self.short, self.out, self.later)?;
                     self.short.clear();
                 }
             }
@@ -88,7 +92,13 @@ impl Gather<'_> {
 impl Container {
     /// Fill `out` with the array's C-order bytes from `data_off` (an offset
     /// past the `.npy` header).
-    pub(super) fn read_array(&self, nd: &NdLayout, data_off: u64, out: &mut [u8]) -> Result<()> {
+    pub(super) fn read_array(
+        &self,
+        nd: &NdLayout,
+        data_off: u64,
+        out: &mut [u8],
+        later: &mut Deferred,
+    ) -> Result<()> {
         let is = nd.itemsize;
         let e0 = data_off / is;
         let e1 = (data_off + out.len() as u64).div_ceil(is);
@@ -103,6 +113,7 @@ impl Container {
                 skip,
                 block_bytes: nd.block_bytes(),
                 short: &mut short,
+                later,
             };
             // Runs adjacent in the raw content are merged first.
             let mut w = 0u64;
@@ -123,7 +134,7 @@ impl Container {
             if let Some((r, mw, n)) = merged {
                 g.run(r, mw, n)?;
             }
-            let r = self.serve(g.short, g.out);
+            let r = self.serve(g.short, g.out, g.later);
             short.clear();
             short.shrink_to(BATCH);
             r
@@ -131,21 +142,21 @@ impl Container {
     }
 
     /// `read_raw_at` for bytes the content must have.
-    fn read_exact_raw(&self, raw: u64, out: &mut [u8]) -> Result<()> {
-        let got = self.read_raw_at(raw, out)?;
+    fn read_exact_raw(&self, raw: u64, out: &mut [u8], later: &mut Deferred) -> Result<()> {
+        let got = self.read_raw_at(raw, out, later)?;
         crate::ensure!(got == out.len(), truncated, "array chunk data is short");
         Ok(())
     }
 
     /// Serve short runs: sorted, grouped by block, each block looked up or
     /// decoded once. Blocks another reader is decoding are served last.
-    fn serve(&self, short: &mut [Piece], out: &mut [u8]) -> Result<()> {
+    fn serve(&self, short: &mut [Piece], out: &mut [u8], later: &mut Deferred) -> Result<()> {
         // Stable: it merges the ascending runs the rows come in (one per row).
         short.sort_by_key(|p| p.raw);
         let mut groups = Vec::new();
         let mut g = 0;
         while g < short.len() {
-            g = self.group(short, g, out, &mut groups)?;
+            g = self.group(short, g, out, &mut groups, later)?;
         }
         self.queue_groups(&groups);
         let mut busy = Vec::new();
@@ -179,10 +190,11 @@ impl Container {
         g: usize,
         out: &mut [u8],
         groups: &mut Vec<Group>,
+        later: &mut Deferred,
     ) -> Result<usize> {
         let p = short[g];
         let chunks = self.table_to(p.raw, p.raw + p.len as u64)?;
-        let ci = super::chunk_at(chunks, p.raw);
+        let ci = chunk_at(chunks, p.raw);
         let entry = &chunks[ci];
         let ctx = match entry.loc {
             ChunkLoc::Stored { src, offset, .. } => {
@@ -197,7 +209,7 @@ impl Container {
             ChunkLoc::Special { .. } => None,
         };
         let Some(ctx) = ctx.filter(|c| c.layout.header.blocksize > 0) else {
-            self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len])?;
+            self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len], later)?;
             return Ok(g + 1);
         };
         let l = &ctx.layout;
@@ -206,7 +218,7 @@ impl Container {
         let end = start + l.block_len(i) as u64;
         let n = short[g..].partition_point(|q| q.raw + q.len as u64 <= end);
         if n == 0 {
-            self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len])?;
+            self.read_exact_raw(p.raw, &mut out[p.pos..p.pos + p.len], later)?;
             return Ok(g + 1);
         }
         groups.push(Group {

@@ -1,0 +1,201 @@
+//! Blocks between the cache and the decode-ahead pool: a block is taken
+//! from whichever has it, decoded once however many readers want it, and
+//! queued ahead of a sequential reader.
+
+use super::chunk::ChunkCtx;
+use super::table::chunk_at;
+use super::Container;
+use crate::ahead::Claim;
+use crate::cache::{Block, BlockBuf, Stats};
+use crate::error::Result;
+use crate::index::ChunkLoc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Container {
+    /// After a read ending at presented offset `end`, queue the next
+    /// `decode_ahead` bytes' blocks if it was `sequential`.
+    pub(super) fn queue_ahead(&self, end: u64, sequential: bool) {
+        let ahead = self.env.decode_ahead;
+        if ahead == 0 || end >= self.len() {
+            return;
+        }
+        if !sequential {
+            self.ahead_to.store(end, Ordering::Relaxed);
+            return;
+        }
+        // Only past what earlier reads queued: with several FUSE threads a
+        // slower request must not queue blocks a faster one has consumed
+        // already.
+        let target = end.saturating_add(ahead).min(self.len());
+        let from = end.max(self.ahead_to.fetch_max(target, Ordering::Relaxed));
+        if from < target {
+            self.raw_runs(from, target - from, |raw, n| self.queue_raw(raw, n));
+        }
+    }
+
+    /// Queue the blocks of raw bytes `off..off+len` that are neither cached
+    /// nor queued. False once the queue is full (enough is ahead).
+    fn queue_raw(&self, off: u64, len: u64) -> bool {
+        let end = off.saturating_add(len).min(self.raw_len());
+        if off >= end {
+            return true;
+        }
+        let Ok(chunks) = self.table_to(off, end) else {
+            return false;
+        };
+        let mut ci = chunk_at(chunks, off);
+        while ci < chunks.len() && chunks[ci].uoff < end {
+            let e = &chunks[ci];
+            if let ChunkLoc::Stored { src, offset, .. } = e.loc {
+                let Ok(layout) = self.layout(ci) else {
+                    return false;
+                };
+                if layout.special.is_none() {
+                    let ctx = self.ctx(ci, layout, src, offset);
+                    let a = off.max(e.uoff) - e.uoff;
+                    let b = end.min(e.uoff + e.ulen) - e.uoff;
+                    for i in ctx.layout.block_at(a)..=ctx.layout.block_at(b - 1) {
+                        if !ctx.queue(i) {
+                            return false;
+                        }
+                    }
+                }
+            }
+            ci += 1;
+        }
+        true
+    }
+}
+
+impl ChunkCtx {
+    /// Neither cached nor queued.
+    pub(super) fn missing(&self, i: u32) -> bool {
+        let k = self.key(i);
+        !self.env.cache.contains(&k) && self.env.ahead.lookup(&k).is_none()
+    }
+
+    /// Hand block `i` to the pool unless it is cached or queued already.
+    /// False when the pool refuses (off or full).
+    pub(super) fn queue(&self, i: u32) -> bool {
+        if !self.missing(i) {
+            return true;
+        }
+        let key = self.key(i);
+        let me = self.clone();
+        // Not `cached_block`: the job must not wait for its own slot. Errors
+        // are dropped: the reader decodes again and reports them.
+        self.env.ahead.submit(
+            key,
+            Box::new(move || match me.env.cache.get(&key) {
+                Some(b) => Some(b),
+                None => me.decode_new(i).ok(),
+            }),
+        )
+    }
+
+    /// Fill `dst` (all of block `i`) from the cache or the pool, if either
+    /// has it or the pool has not started it (then it is decoded here).
+    /// A block consumed whole leaves the cache: the page cache has it now.
+    pub(super) fn take_ready(&self, i: u32, dst: &mut [u8], block0: Option<&[u8]>) -> Result<bool> {
+        let key = self.key(i);
+        let consume = |b: Block, dst: &mut [u8]| {
+            dst.copy_from_slice(&b);
+            self.env.cache.recycle(b);
+            Stats::add(&self.env.stats.cache_hits, 1);
+            Ok(true)
+        };
+        // The pool first, then the cache: a job puts its block in the cache
+        // before it leaves the table, so no finished block is missed.
+        if let Some(slot) = self.env.ahead.lookup(&key) {
+            match self.env.ahead.claim(&slot) {
+                Claim::Mine => {
+                    let r = self.decode_run(i, i, block0, dst);
+                    self.env.ahead.finish(key, &slot, None);
+                    return r.map(|()| true);
+                }
+                Claim::Done(Some(b)) => {
+                    drop(self.env.cache.take(&key));
+                    return consume(b, dst);
+                }
+                Claim::Done(None) => {}
+            }
+        }
+        match self.env.cache.take(&key) {
+            Some(b) => consume(b, dst),
+            None => Ok(false),
+        }
+    }
+
+    /// Block `i`, from the cache, from the pool, or decoded into the cache.
+    /// While it is decoded here, other readers of it wait for it (see
+    /// `Ahead::start`) rather than decode it a second time.
+    pub(super) fn cached_block(&self, i: u32) -> Result<Block> {
+        let key = self.key(i);
+        loop {
+            // The pool first, then the cache (see `take_ready`).
+            if let Some(slot) = self.env.ahead.lookup(&key) {
+                match self.env.ahead.claim(&slot) {
+                    Claim::Mine => {
+                        Stats::add(&self.env.stats.cache_misses, 1);
+                        let r = self.decode_new(i);
+                        self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
+                        return r;
+                    }
+                    Claim::Done(Some(b)) => {
+                        Stats::add(&self.env.stats.cache_hits, 1);
+                        return Ok(b);
+                    }
+                    Claim::Done(None) => {}
+                }
+            }
+            if let Some(b) = self.env.cache.get(&key) {
+                Stats::add(&self.env.stats.cache_hits, 1);
+                return Ok(b);
+            }
+            // Someone else started it since: wait for theirs.
+            let Some(started) = self.env.ahead.start(key) else {
+                continue;
+            };
+            Stats::add(&self.env.stats.cache_misses, 1);
+            let r = self.decode_new(i);
+            started.finish(r.as_ref().ok().cloned());
+            return r;
+        }
+    }
+
+    /// Decode block `i` into a new buffer and the cache.
+    fn decode_new(&self, i: u32) -> Result<Block> {
+        let block0 = if i > 0 && self.delta() {
+            Some(self.cached_block(0)?)
+        } else {
+            None
+        };
+        let mut out = self.buffer(self.layout.block_len(i) as usize);
+        if let Err(e) = self.decode_run(i, i, block0.as_ref().map(|b| &b[..]), &mut out) {
+            self.env.cache.put_spare(out);
+            return Err(e);
+        }
+        let out = Arc::new(out);
+        self.env.cache.insert(self.key(i), out.clone());
+        Ok(out)
+    }
+
+    /// A buffer to decode a block into: a spare one (its pages are mapped)
+    /// when there is one. When spares run low the pool maps a new one off
+    /// the read path, so a cold read rarely pays a page fault per 4 KiB.
+    pub(super) fn buffer(&self, len: usize) -> BlockBuf {
+        let (v, left) = self.env.cache.buffer(len);
+        // A spare too big to be kept is not prepared (a block of a lying
+        // size must not map its pages in advance).
+        if left == 0 && self.env.cache.keeps_spare(len) {
+            let cache = self.env.cache.clone();
+            self.env.ahead.spawn(Box::new(move || {
+                let mut v = BlockBuf::new(len);
+                v.populate();
+                cache.put_spare(v);
+            }));
+        }
+        v
+    }
+}

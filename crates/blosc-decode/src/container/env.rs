@@ -1,0 +1,57 @@
+//! [`Env`]: what containers share, and its defaults.
+
+use crate::ahead::Ahead;
+use crate::cache::{BlockCache, Stats};
+use crate::io::Access;
+use std::sync::Arc;
+
+/// What containers share: the block cache, the decode-ahead pool, the
+/// counters, and options.
+#[derive(Clone)]
+pub struct Env {
+    pub cache: Arc<BlockCache>,
+    pub stats: Arc<Stats>,
+    pub ahead: Arc<Ahead>,
+    /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
+    pub verify_checksums: bool,
+    /// How far past a sequential reader's last request to decode ahead
+    /// (bytes; 0: only the blocks asked for).
+    pub decode_ahead: u64,
+    /// Whether block reads may bypass the page cache (`-o source_io`).
+    pub source_io: Access,
+}
+
+impl Env {
+    /// A cache of `cache_bytes` and a pool of one thread per CPU (started on
+    /// first use).
+    pub fn new(cache_bytes: u64) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Env::with_workers(cache_bytes, cpus)
+    }
+
+    /// `workers` pool threads (0: no pool: no decoding ahead, and spare
+    /// block buffers are not prepared in the background).
+    pub fn with_workers(cache_bytes: u64, workers: usize) -> Self {
+        Env {
+            cache: Arc::new(BlockCache::new(cache_bytes)),
+            stats: Arc::new(Stats::default()),
+            ahead: Arc::new(Ahead::new(workers)),
+            verify_checksums: true,
+            decode_ahead: DEFAULT_DECODE_AHEAD,
+            source_io: Access::Auto,
+        }
+    }
+}
+
+/// Default decode-ahead for sequential readers: off. On 2 CPUs the
+/// kernel's own read-ahead already keeps two requests in flight, one per
+/// FUSE thread, so both CPUs decode and decoding ahead only adds a copy
+/// (lz4 2.27 vs 2.02 GB/s, zstd 1.37 vs 1.30 with 4 MiB ahead). It pays
+/// where CPUs outnumber the requests in flight and codecs are slow.
+pub const DEFAULT_DECODE_AHEAD: u64 = 0;
+
+impl Default for Env {
+    fn default() -> Self {
+        Env::new(256 << 20)
+    }
+}

@@ -1,0 +1,207 @@
+//! `Container`: an opened Blosc container, serving any byte range of its
+//! uncompressed content by decoding only the blocks that range touches.
+//!
+//! The read path: the view (`view.rs`) maps presented bytes to raw content
+//! (a `.npy` header, a b2nd array's C order: `gather.rs`); binary search of
+//! the chunk table (`table.rs`) finds the chunks a range covers; for each,
+//! the parsed chunk layout (header, block extents, dictionary — read once,
+//! lazily) says where each block's streams are (`chunk.rs`); blocks are taken
+//! from the shared LRU cache or the decode-ahead pool, or read and decoded
+//! (`blocks.rs`), with the source read as `policy.rs` decides. Blocks wholly
+//! inside the request are decoded straight into the caller's buffer. Reads
+//! of zero chunks need no decoding (`holes.rs`); what containers share (the
+//! cache, the pool, the counters, options) is an [`Env`] (`env.rs`).
+
+use crate::deferred::Deferred;
+use crate::error::Result;
+use crate::format::chunk::ChunkLayout;
+use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
+use crate::sizes::Sizes;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+mod blocks;
+mod chunk;
+mod env;
+mod gather;
+mod holes;
+mod policy;
+mod table;
+mod view;
+
+pub use env::{Env, DEFAULT_DECODE_AHEAD};
+pub use view::View;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub struct Container {
+    id: u64,
+    path: PathBuf,
+    index: Index,
+    /// The check of the chunk sizes the index assumes, if it assumes them.
+    sizes: Option<Sizes>,
+    layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
+    env: Env,
+    view: View,
+    /// Where the last read ended (presented offset): reads that start there
+    /// are sequential and get decode-ahead.
+    last_end: AtomicU64,
+    /// How far decode-ahead has queued (presented offset).
+    ahead_to: AtomicU64,
+    /// Where the last block read from the source ended (source offset).
+    src_end: Arc<AtomicU64>,
+    /// Set once the chunk headers have been hinted to the kernel (the first
+    /// random read).
+    hinted: AtomicBool,
+    /// The array's block shape from its `b2nd` (or `caterva`) metalayer,
+    /// given to each chunk layout for the codecs that need it (ZFP).
+    block_shape: Option<Arc<[u64]>>,
+}
+
+impl Container {
+    pub fn new(path: &Path, index: Index, env: Env) -> Result<Container> {
+        index.validate().map_err(|e| e.in_file(path))?;
+        let n = index.chunks.len();
+        let block_shape = table::array_block_shape(&index.info);
+        Ok(Container {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            path: path.to_path_buf(),
+            sizes: index.sizes_assumed.then(Sizes::new),
+            index,
+            layouts: (0..n).map(|_| OnceLock::new()).collect(),
+            env,
+            view: View::Raw,
+            last_end: AtomicU64::new(0),
+            ahead_to: AtomicU64::new(0),
+            src_end: Arc::new(AtomicU64::new(0)),
+            hinted: AtomicBool::new(false),
+            block_shape,
+        })
+    }
+
+    /// Take codec and filter names from the first stored chunk's own header
+    /// (container headers use other numberings, and chunks are what count).
+    pub fn refine_info(&mut self) {
+        if let Some(l) = self.first_layout() {
+            if l.special.is_none() {
+                if let Ok(c) = l.header.codec() {
+                    self.index.info.codec = c.name().to_string();
+                }
+                self.index.info.filters = crate::describe::filter_names(&l.header);
+            }
+        }
+    }
+
+    /// The layout of the first stored chunk (what `info` and the extended
+    /// attributes describe the container by: its block size), if there is
+    /// one and its header reads.
+    pub fn first_layout(&self) -> Option<Arc<ChunkLayout>> {
+        let ci = self
+            .chunks()
+            .iter()
+            .position(|e| matches!(e.loc, ChunkLoc::Stored { .. }))?;
+        self.layout(ci).ok()
+    }
+
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// Presented length (the raw content, or the `.npy` file).
+    pub fn len(&self) -> u64 {
+        self.view.len(self.raw_len())
+    }
+
+    /// Uncompressed length of the raw content.
+    pub fn raw_len(&self) -> u64 {
+        self.index.info.nbytes
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn info(&self) -> &Info {
+        &self.index.info
+    }
+    /// Memory the chunk index holds, about (entries and their layout slots;
+    /// layouts read since are not counted).
+    pub fn index_bytes(&self) -> usize {
+        self.index.chunks.len()
+            * (std::mem::size_of::<ChunkEntry>()
+                + std::mem::size_of::<OnceLock<Arc<ChunkLayout>>>())
+    }
+
+    /// Has a file of this container been deleted since it was opened?
+    pub fn source_gone(&self) -> bool {
+        self.index.sources.iter().any(|s| s.gone())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    pub fn env(&self) -> &Env {
+        &self.env
+    }
+
+    /// Fill `buf` from offset `offset` of the presented file, all the work
+    /// done before it returns. Returns the bytes written: `buf.len()`
+    /// unless the range runs past the end.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        self.read_at_deferring(offset, buf, &mut Deferred::none())
+    }
+
+    /// [`Container::read_at`], leaving to `later` what can wait until the
+    /// caller has used `buf` (unshuffling and caching the rest of a block a
+    /// small read needed a part of): run it after replying.
+    ///
+    /// A read that starts where the previous one ended (give or take its
+    /// own length: the kernel's read-ahead requests may arrive out of order)
+    /// queues the next `decode_ahead` bytes' blocks on the pool.
+    pub fn read_at_deferring(
+        &self,
+        offset: u64,
+        buf: &mut [u8],
+        later: &mut Deferred,
+    ) -> Result<usize> {
+        let end = offset.saturating_add(buf.len() as u64);
+        let prev = self.last_end.swap(end, Ordering::Relaxed);
+        let jump = offset.abs_diff(prev);
+        self.hint_headers(jump);
+        let n = self.read_view_at(offset, buf, later)?;
+        self.queue_ahead(end, jump <= buf.len() as u64);
+        Ok(n)
+    }
+
+    /// Fill `buf` from offset `offset` of the raw uncompressed content.
+    pub fn read_raw_at(&self, offset: u64, buf: &mut [u8], later: &mut Deferred) -> Result<usize> {
+        let len = self.raw_len();
+        if offset >= len || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = (buf.len() as u64).min(len - offset) as usize;
+        let chunks = self.table_to(offset, offset + want as u64)?;
+        let mut done = 0usize;
+        let mut ci = table::chunk_at(chunks, offset);
+        while done < want {
+            let entry = &chunks[ci];
+            let pos = offset + done as u64;
+            let a = pos - entry.uoff;
+            let n = ((entry.ulen - a) as usize).min(want - done);
+            self.read_chunk(ci, a, &mut buf[done..done + n], later)
+                .map_err(|e| e.in_chunk(entry.chunk).in_file(&self.path))?;
+            done += n;
+            ci += 1;
+        }
+        crate::cache::Stats::add(&self.env.stats.bytes_served, done as u64);
+        Ok(done)
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        self.env.cache.forget_container(self.id);
+    }
+}

@@ -1,0 +1,82 @@
+//! I/O policy: how a block read uses the page cache, and when the kernel is
+//! told which chunk headers come next.
+
+use super::chunk::ChunkCtx;
+use super::Container;
+use crate::index::ChunkLoc;
+use crate::io::Access;
+use std::sync::atomic::Ordering;
+
+/// Block reads smaller than this always go through the page cache.
+const MIN_DIRECT: usize = 32 << 10;
+/// A block read starting within this distance of the container's previous
+/// one is taken as part of a sequential scan: through the page cache, so
+/// the kernel's read-ahead works for it.
+const SEQ_WINDOW: u64 = 8 << 20;
+
+impl ChunkCtx {
+    /// May a block read of `len` bytes at source offset `at` bypass the
+    /// page cache? Not when it continues a sequential scan (the kernel's
+    /// read-ahead serves those), nor when it is small.
+    pub(super) fn access(&self, at: u64, len: usize) -> Access {
+        if self.env.source_io != Access::Auto {
+            return self.env.source_io;
+        }
+        let prev = self.src_end.swap(at + len as u64, Ordering::Relaxed);
+        if len < MIN_DIRECT || at.abs_diff(prev) <= SEQ_WINDOW {
+            Access::Buffered
+        } else {
+            Access::Auto
+        }
+    }
+}
+
+impl Container {
+    /// On the first random read (`jump`: its distance from the previous
+    /// one, further than `SEQ_WINDOW` or a quarter of the file), have the
+    /// kernel read the start (header and block starts) of every stored
+    /// chunk not parsed yet, all at once and in the background: the first
+    /// read of each chunk after that waits for one disk read (its block)
+    /// instead of two in a row (see docs/PERFORMANCE.md). Sequential
+    /// readers never ask for it; at most `MAX_HINTED` chunks are hinted.
+    pub(super) fn hint_headers(&self, jump: u64) {
+        /// Header and block starts of chunks of up to ~2,000 blocks.
+        const HEAD: u64 = 8 << 10;
+        const MAX_HINTED: usize = 1 << 16;
+        // Random: far from the previous read (a sequential scan's requests
+        // arrive a little out of order, and hints would only slow it; a
+        // quarter of a small file is far). Once per container.
+        if self.hinted.load(Ordering::Relaxed)
+            || jump <= SEQ_WINDOW.min(self.len() / 4)
+            || self.hinted.swap(true, Ordering::Relaxed)
+        {
+            return;
+        }
+        let want: Vec<(u32, u64, u64)> = self
+            .index
+            .chunks
+            .iter()
+            .zip(&self.layouts)
+            .filter_map(|(e, l)| match e.loc {
+                ChunkLoc::Stored {
+                    src,
+                    offset,
+                    cbytes,
+                } if l.get().is_none() => Some((src, offset, cbytes.min(HEAD))),
+                _ => None,
+            })
+            .take(MAX_HINTED)
+            .collect();
+        if want.len() < 2 {
+            return;
+        }
+        let sources = self.index.sources.clone();
+        // On the pool's I/O chore thread: thousands of hints take
+        // milliseconds. Not at idle priority: the reads it is for come soon.
+        self.env.ahead.spawn_io(Box::new(move || {
+            for (src, offset, len) in want {
+                sources[src as usize].will_need(offset, len);
+            }
+        }));
+    }
+}

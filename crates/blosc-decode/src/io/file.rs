@@ -1,0 +1,182 @@
+//! [`FileSource`]: a local file, read positionally, every read checked to
+//! come from the version of the file that was opened.
+
+use super::{buffered_span, check_range, Access, Source};
+use crate::error::{Error, Result};
+use crate::srcdir::SourceDir;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::OnceLock;
+
+/// Open `path` for reading only if it is a regular file (following
+/// symlinks). A fifo, socket or device is refused instead of opened for
+/// good: opening a fifo blocks until a writer comes (a daemon thread hung),
+/// and a device would be read as data. Checked on the opened descriptor, so
+/// a file replaced by a fifo after it was looked up is refused too. Returns
+/// the descriptor's metadata with it.
+pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
+    let file = crate::longpath::open(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY),
+        path,
+    )?;
+    let md = file.metadata()?;
+    if !md.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a fifo, socket or device)",
+        ));
+    }
+    set_blocking(&file);
+    Ok((file, md))
+}
+
+/// Back to blocking reads on a file opened non-blocking (for a regular file
+/// the flag changes nothing, but a descriptor should say what it is).
+pub(crate) fn set_blocking(file: &File) {
+    // SAFETY: fcntl on an open descriptor; no memory involved.
+    unsafe {
+        let fl = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+}
+
+pub struct FileSource {
+    pub(super) file: File,
+    pub(super) path: PathBuf,
+    /// The file's stamp when opened (its length among it): checked after
+    /// every read, so bytes read while the file was rewritten in place are
+    /// never used (a container's offsets over another version's bytes).
+    pub(super) version: Stamp,
+    /// The same file opened with `O_DIRECT`, on first need (`None`: the
+    /// file system refuses it).
+    pub(super) direct: OnceLock<Option<File>>,
+    /// Cleared when a direct read is refused (`EINVAL`): buffered from then on.
+    pub(super) direct_ok: AtomicBool,
+}
+
+/// Identity of one version of a file's content: a change of any of these
+/// means other bytes (the file system keeps them for every file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub ino: u64,
+    pub dev: u64,
+}
+
+impl Stamp {
+    pub fn of(md: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            size: md.len(),
+            mtime_ns: md.mtime() as i128 * 1_000_000_000 + md.mtime_nsec() as i128,
+            ctime_ns: md.ctime() as i128 * 1_000_000_000 + md.ctime_nsec() as i128,
+            ino: md.ino(),
+            dev: md.dev(),
+        }
+    }
+
+    /// `Changed` unless `now` is this same version of the file at `path`.
+    pub(super) fn check(&self, now: Stamp, path: &Path) -> Result<()> {
+        if now == *self {
+            return Ok(());
+        }
+        Err(Error::changed(
+            "changed since it was opened (rewritten, truncated or replaced): reopen it to read the new content",
+        )
+        .in_file(path))
+    }
+}
+
+impl FileSource {
+    pub fn open(path: &Path) -> Result<Self> {
+        let (file, md) = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
+        Ok(FileSource::opened(file, &md, path))
+    }
+
+    /// `name` in `dir`, opened by [`SourceDir::open_file`]'s rules.
+    pub fn open_in(dir: &SourceDir, name: &str) -> Result<Self> {
+        let (file, md) = dir.open_file(name)?;
+        Ok(FileSource::opened(file, &md, &dir.path().join(name)))
+    }
+
+    /// A regular file already opened (`md`: its metadata then), named `path`.
+    pub fn opened(file: File, md: &std::fs::Metadata, path: &Path) -> Self {
+        FileSource {
+            file,
+            version: Stamp::of(md),
+            path: path.to_path_buf(),
+            direct: OnceLock::new(),
+            direct_ok: AtomicBool::new(true),
+        }
+    }
+
+    /// Fails if the file is no longer the version it was when opened (its
+    /// size or times changed): called after each read, so what was read
+    /// is known to be that version's bytes.
+    fn still_the_same(&self) -> Result<()> {
+        let md = self
+            .file
+            .metadata()
+            .map_err(|e| Error::from(e).in_file(&self.path))?;
+        self.version.check(Stamp::of(&md), &self.path)
+    }
+}
+
+impl Source for FileSource {
+    fn len(&self) -> u64 {
+        self.version.size
+    }
+    fn gone(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().is_ok_and(|m| m.nlink() == 0)
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        let (Ok(o), Ok(l)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a plain syscall on our own open fd; a failure only means
+        // no hint was taken.
+        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), o, l, libc::POSIX_FADV_WILLNEED) };
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let r = self.file.read_exact_at(buf, offset).map_err(|e| {
+            let mut err = Error::from(e);
+            if err.kind == crate::error::ErrorKind::Truncated {
+                err.reason = format!(
+                    "source shorter than expected reading {} bytes at {offset}",
+                    buf.len()
+                );
+            }
+            err
+        });
+        // A short read is most likely the file cut since it was opened:
+        // say so rather than "shorter than expected".
+        self.still_the_same()?;
+        r
+    }
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+    fn read_span<'a>(
+        &self,
+        offset: u64,
+        len: usize,
+        access: Access,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<(&'a [u8], bool)> {
+        check_range(self.version.size, offset, len as u64)?;
+        if let Some(r) = self.try_direct(offset, len, access, scratch) {
+            self.still_the_same()?;
+            return Ok((&scratch[r], true));
+        }
+        buffered_span(self, offset, len, scratch)
+    }
+}
