@@ -3,8 +3,14 @@ use bloscfs::{cli, mount};
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("cat") => cli::cmd_cat(&args[1..]),
-        Some("info") => cli::cmd_info(&args[1..]),
+        Some("cat") => {
+            output_to_a_pipe();
+            cli::cmd_cat(&args[1..])
+        }
+        Some("info") => {
+            output_to_a_pipe();
+            cli::cmd_info(&args[1..])
+        }
         None => {
             eprint!("{}", mount::USAGE);
             std::process::exit(2);
@@ -15,4 +21,12 @@ fn main() {
         eprintln!("bloscfs: {msg}");
         std::process::exit(1);
     }
+}
+
+/// `cat` and `info` write to standard output, often a pipe (`| head`): when
+/// its reader goes, end quietly as other tools do (`SIGPIPE`), not with a
+/// panic or an error. (Rust ignores `SIGPIPE`; the daemon keeps it so.)
+fn output_to_a_pipe() {
+    // SAFETY: restoring a signal's default action has no preconditions.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
 }

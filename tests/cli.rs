@@ -166,3 +166,25 @@ fn info_chunks_shows_each_chunks_own_compressed_size() {
         "chunk sizes add up to {sum}, the file has {len}:\n{text}"
     );
 }
+
+/// `bloscfs info FILE | head -1` and `bloscfs cat FILE | head -c 10`: when
+/// the reader of standard output goes, the command ends quietly (as other
+/// tools do, by `SIGPIPE`), with no panic or error message.
+#[test]
+fn cat_and_info_end_quietly_when_their_reader_goes() {
+    // 250 KB of `info --chunks` lines: more than a pipe holds.
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/frame/many-chunks.b2frame");
+    for cmd in ["info --chunks", "cat"] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{BIN} {cmd} {} | head -c 10 >/dev/null",
+                file.display()
+            ))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.is_empty(), "{cmd}: {err}");
+    }
+}
