@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the reference-made files of tests/regress.rs to tests/fixtures/regress/.
+"""Write the reference-made files of crates/blosc-decode/tests/regress.rs to tests/fixtures/regress/.
 
 Run with the project venv:  .venv/bin/python scripts/gen_regress_fixtures.py
 

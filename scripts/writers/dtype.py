@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""b2nd arrays of every dtype form writers store, for tests/npy_writers.rs.
+"""b2nd arrays of every dtype form writers store, for tests/fs/npy_writers.rs.
 
     python scripts/writers/dtype.py tests/fixtures/writers/dtype
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the variable-length-block (VL-block) fixtures of tests/vlblocks.rs.
+"""Write the variable-length-block (VL-block) fixtures of crates/blosc-decode/tests/decode/vlblocks.rs.
 
 Producer: python-blosc2 (4.14.1, bundling C-Blosc2 3.3.5), the writer of
 VL-block chunks (chunk format version 6, blosc2_flags2 bit 0): its

@@ -2,7 +2,7 @@
 //! in CI (CI set) their absence fails the tests; elsewhere they are skipped
 //! with a message.
 
-mod common;
+use crate::common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,7 @@
 //! and reading must end quickly with data or a clear error: no panic, no
 //! hang, no allocation sized by an unchecked field.
 
-mod common;
+use crate::common;
 use common::*;
 use std::time::{Duration, Instant};
 

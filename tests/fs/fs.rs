@@ -1,7 +1,7 @@
 //! The presented tree without a mount: names, collisions, sizes, reads,
 //! attributes, holes.
 
-mod common;
+use crate::common;
 use bloscfs::fs::{Filled, Fs, FsOptions, Kind, ROOT_INO};
 use common::*;
 use std::ffi::OsStr;

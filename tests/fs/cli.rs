@@ -1,7 +1,7 @@
 //! The command line: --help and the man page agree; errors name the file,
 //! chunk and reason and exit nonzero.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::BTreeSet;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! reference's own decoding; a small read decodes one block; lying sizes
 //! and starts give errors naming the file, chunk and block.
 
-mod common;
+use crate::common;
 use blosc_decode::decode::decompress_chunk;
 use blosc_decode::format::chunk::ChunkLayout;
 use blosc_decode::io::MemSource;

@@ -2,7 +2,7 @@
 //! of mixed chunk sizes: what `stat` says and what reads return always
 //! agree, and an unchanged file is never reported as changed.
 
-mod common;
+use crate::common;
 use bloscfs::fs::{Filled, Fs, FsOptions, ROOT_INO};
 use common::*;
 use sha2::{Digest, Sha256};

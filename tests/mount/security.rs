@@ -4,7 +4,7 @@
 //! CI (CI set) their absence fails the tests; elsewhere they are skipped with
 //! a message.
 
-mod common;
+use crate::common;
 use common::*;
 use std::os::unix::fs::{chown, symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! the `.npy` header of every stored dtype text is the one `numpy.save`
 //! writes.
 
-mod common;
+use crate::common;
 
 use blosc_decode::dtype::Dtype;
 use blosc_decode::npy::npy_header;

@@ -8,8 +8,7 @@
 //! wait here is bounded, and a mount left hanging is aborted (fusectl's
 //! `abort`, `umount -f`) before it is unmounted.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod support;
 use common::*;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //! as the probe (what `ls` shows) says; frames the writer itself lost a chunk
 //! of (it returns fewer bytes than the frame declares) are refused.
 
-mod common;
+use crate::common;
 use blosc_decode::detect::probe_path;
 use blosc_decode::{open_path_with, Container, Env};
 use common::*;

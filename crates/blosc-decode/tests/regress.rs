@@ -4,6 +4,7 @@
 //! checks the specific fix: an error, never a panic, abort, hang or an
 //! allocation sized by an unchecked field.
 
+#[path = "../../../tests/common/fixtures.rs"]
 mod common;
 use blosc_decode::format::chunk::{ChunkLayout, MAX_MEMCPYED_BLOCKS};
 use blosc_decode::io::MemSource;
@@ -266,7 +267,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("big.b2frame");
     common::copy(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame/sparse-fixed.b2frame"),
+        &common::root().join("tests/data/frame/sparse-fixed.b2frame"),
         &dir,
     );
     let index = dir.join("chunks.b2frame");
@@ -293,7 +294,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
     );
     // The directory as written holds 5 chunks, and opens.
     common::copy(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame/sparse-fixed.b2frame"),
+        &common::root().join("tests/data/frame/sparse-fixed.b2frame"),
         &tmp.path().join("ok.b2frame"),
     );
     let c = blosc_decode::open_path_with(&tmp.path().join("ok.b2frame"), &env)

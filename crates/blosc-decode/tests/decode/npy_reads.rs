@@ -4,7 +4,7 @@
 //! memory. Arrays written by python-blosc2 (`tests/fixtures/writers/narrow`,
 //! see `gen.py` there); element `i` of each holds `float32(i)`.
 
-mod common;
+use crate::common;
 use blosc_decode::{after, open_path_with, Container, Env};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::Ordering;

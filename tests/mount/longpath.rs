@@ -6,7 +6,7 @@
 //! /dev/fuse and fusermount3: in CI (CI set) their absence fails the test;
 //! elsewhere it is skipped with a message.
 
-mod common;
+use crate::common;
 use bloscfs::fs::{Fs, FsOptions, Kind, ROOT_INO};
 use common::*;
 use sha2::{Digest, Sha256};
@@ -313,7 +313,6 @@ fn out_of_descriptors_a_deep_entry_is_emfile_not_missing() {
     deep_tree(d.path());
     let o = Command::new(std::env::current_exe().unwrap())
         .args([
-            "--exact",
             "out_of_descriptors_a_deep_entry_is_emfile_not_missing",
             "--test-threads=1",
             "--nocapture",

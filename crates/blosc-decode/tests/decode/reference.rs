@@ -82,7 +82,7 @@ fn manifest_dirs(dir: PathBuf) -> Vec<PathBuf> {
 }
 
 fn dirs() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let root = crate::common::fixtures();
     let mut d = vec![root.clone()];
     d.extend(manifest_dirs(root.join("compat")));
     if let Ok(extra) = std::env::var("BLOSCFS_FIXTURES") {

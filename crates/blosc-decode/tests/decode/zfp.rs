@@ -4,7 +4,7 @@
 //! back; a small read decodes one block; damaged streams and arrays without
 //! the block shape give errors, never a panic.
 
-mod common;
+use crate::common;
 use blosc_decode::{open_path_with, Env, ErrorKind};
 use common::fixture;
 use sha2::{Digest, Sha256};

@@ -1,7 +1,7 @@
 //! The read path: only the blocks a range needs are decoded; the cache stays
 //! within its budget under concurrent readers; bad input gives clear errors.
 
-mod common;
+use crate::common;
 use blosc_decode::{open_path_with, Env};
 use common::*;
 use std::sync::atomic::Ordering;
@@ -530,8 +530,7 @@ fn first_random_read_hints_chunk_headers() {
 #[test]
 fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
     let env = Env::with_workers(64 << 20, 0);
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/blocks-16m.b2frame");
+    let path = common::root().join("tests/data/blocks-16m.b2frame");
     let c = open_path_with(&path, &env).unwrap().unwrap();
     assert_eq!(c.len(), 64 << 20);
     let mut buf = vec![0u8; 128 << 10];

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/frame")
+    crate::common::root().join("tests/data/frame")
 }
 
 fn all_files() -> Vec<serde_json::Value> {
