@@ -1,6 +1,6 @@
 //! b2nd arrays of every dtype form, as python-blosc2 2.2 to 4.14 write them
 //! (and a few structured ones packed by bloscpack 0.16)
-//! (scripts/writers/dtype.py, fixtures in tests/fixtures/writers/dtype):
+//! (scripts/fixtures/writers/dtype.py, fixtures in tests/fixtures/writers/dtype):
 //! each is presented as its writer reads it, byte for byte (`numpy.save` of
 //! `blosc2.open(path)[...]`), under the name its writer's dtype allows
 //! (`NAME.npy`, or the source name when the dtype has no `.npy` form); and

@@ -1,5 +1,5 @@
 //! Blosc2 frames, sparse frames and b2nd arrays written by python-blosc2
-//! (scripts/gen_frame_fixtures.py -> tests/data/frame): the Index the frame
+//! (scripts/fixtures/gen_frame_fixtures.py -> tests/data/frame): the Index the frame
 //! opener builds must decode, chunk by chunk, to exactly what python-blosc2
 //! returns, and describe the container as python-blosc2 sees it.
 
@@ -19,7 +19,7 @@ fn dir() -> PathBuf {
 
 fn all_files() -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir().join("manifest.json"))
-        .expect("tests/data/frame/manifest.json (run scripts/gen_frame_fixtures.py)");
+        .expect("tests/data/frame/manifest.json (run scripts/fixtures/gen_frame_fixtures.py)");
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v["files"].as_array().unwrap().clone()
 }

@@ -1,5 +1,5 @@
 //! Frames whose chunks differ in size, written by python-blosc2 2.2.9,
-//! 2.5.1, 3.0.0, 4.0.0 and 4.14.1 (`scripts/writers/sizes.py` ->
+//! 2.5.1, 3.0.0, 4.0.0 and 4.14.1 (`scripts/fixtures/writers/sizes.py` ->
 //! `tests/fixtures/writers/sizes/<release>/`). The 2.2-4.0 frames keep a
 //! fixed chunk size in their header though a chunk in the middle (or the
 //! first) is shorter: each chunk's own header says where the next one

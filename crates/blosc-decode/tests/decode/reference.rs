@@ -1,5 +1,5 @@
-//! Every fixture written by the reference producers (scripts/gen_fixtures.py)
-//! and by older releases of every producer (scripts/gen_compat.py) must be
+//! Every fixture written by the reference producers (scripts/fixtures/gen_fixtures.py)
+//! and by older releases of every producer (scripts/compat/gen_compat.py) must be
 //! presented byte-exact: whole, read in odd-sized pieces, and at random
 //! windows. The committed small matrices live in tests/fixtures and
 //! tests/fixtures/compat/*; CI also runs the full matrices from
@@ -26,7 +26,7 @@ struct Fixture {
 fn load(dir: &Path) -> Vec<Fixture> {
     let text = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_else(|e| {
         panic!(
-            "{}: no manifest.json ({e}); run scripts/gen_fixtures.py or scripts/compat.sh",
+            "{}: no manifest.json ({e}); run scripts/fixtures/gen_fixtures.py or scripts/compat/compat.sh",
             dir.display()
         )
     });

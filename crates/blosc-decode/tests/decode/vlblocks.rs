@@ -1,6 +1,6 @@
 //! Variable-length-block chunks (format version 6, `blosc2_flags2` bit 0):
 //! single chunks and frames written by python-blosc2 4.14.1
-//! (scripts/writers/vlblocks.py), read whole and in pieces against the
+//! (scripts/fixtures/writers/vlblocks.py), read whole and in pieces against the
 //! reference's own decoding; a small read decodes one block; lying sizes
 //! and starts give errors naming the file, chunk and block.
 

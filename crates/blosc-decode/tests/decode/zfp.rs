@@ -1,6 +1,6 @@
 //! b2nd arrays compressed with C-Blosc2's ZFP plugin codecs (zfp_acc,
 //! zfp_prec, zfp_rate), written by python-blosc2 3.0.0, 4.0.0 and 4.14.1
-//! (`scripts/writers/zfp.py`): served bit for bit as the writer reads them
+//! (`scripts/fixtures/writers/zfp.py`): served bit for bit as the writer reads them
 //! back; a small read decodes one block; damaged streams and arrays without
 //! the block shape give errors, never a panic.
 

@@ -2,7 +2,7 @@
 # Replayed coverage of a fuzz corpus as it stood at given times: a plateau
 # check that does not count coverage a run only saw by chance.
 #
-#   scripts/fuzz_replay.sh TARGET [WHEN...]     (WHEN: a date(1) time, or "now")
+#   scripts/fuzz/replay.sh TARGET [WHEN...]     (WHEN: a date(1) time, or "now")
 #
 # The corpus as it stood at WHEN is the files of fuzz/corpus/TARGET written
 # no later than WHEN (libFuzzer writes each input once, when it is found).
@@ -18,10 +18,10 @@
 # lower than the corpus really did then: the check errs towards "still
 # growing".)
 #
-# Needs the target built (scripts/fuzz_plateau.sh or cargo fuzz build).
+# Needs the target built (scripts/fuzz/plateau.sh or cargo fuzz build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-t=${1:?usage: fuzz_replay.sh TARGET [WHEN...]}
+cd "$(dirname "$0")/../.."
+t=${1:?usage: scripts/fuzz/replay.sh TARGET [WHEN...]}
 shift
 [ $# -gt 0 ] || set -- now
 bin=fuzz/target/x86_64-unknown-linux-gnu/release/$t

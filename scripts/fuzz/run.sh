@@ -2,7 +2,7 @@
 # Run every fuzz target for N seconds (default 60), seeded from the fixtures.
 # Any crash fails the run; the crashing input is left in fuzz/artifacts/.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 secs=${1:-60}
 export PATH="$HOME/.cargo/bin:$PATH"
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
@@ -10,7 +10,7 @@ export RUSTC_BOOTSTRAP=1
 (cd fuzz && cargo fuzz build -O >/dev/null)
 for t in $(cd fuzz && cargo fuzz list); do
     # Seed every corpus with the committed reference fixtures.
-    scripts/fuzz_seed.sh "$t"
+    scripts/fuzz/seed.sh "$t"
     echo "-- fuzz $t (${secs}s)"
     (cd fuzz && cargo fuzz run -O "$t" "corpus/$t" -- -max_total_time="$secs" -rss_limit_mb=2048 -max_len=1048576 2>&1 \
         | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==ERROR|SUMMARY)|panicked" || true)

@@ -3,7 +3,7 @@
 python-blosc2, in the target's input layout (fuzz/fuzz_targets/zfp.rs:
 mode, meta, typesize byte, ndim, one byte per block dimension, stream).
 
-Usage: fuzz_zfp_seeds.py OUTDIR   (needs python-blosc2, as in .venv)
+Usage: scripts/fuzz/zfp_seeds.py OUTDIR   (needs python-blosc2, as in .venv)
 """
 import os
 import struct

@@ -4,8 +4,9 @@
 //! FOPEN_KEEP_CACHE when asked).
 
 use fuser::{
-    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, KernelConfig,
-    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEntry, ReplyOpen, Request,
+    Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
+    ReplyEntry, ReplyOpen, Request,
 };
 use std::ffi::OsStr;
 use std::time::{Duration, UNIX_EPOCH};
@@ -25,7 +26,11 @@ fn attr(ino: u64, size: u64, dir: bool) -> FileAttr {
         mtime: UNIX_EPOCH,
         ctime: UNIX_EPOCH,
         crtime: UNIX_EPOCH,
-        kind: if dir { FileType::Directory } else { FileType::RegularFile },
+        kind: if dir {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        },
         perm: if dir { 0o555 } else { 0o444 },
         nlink: 1,
         uid: 0,
@@ -51,10 +56,17 @@ impl Filesystem for Floor {
         }
     }
     fn getattr(&self, _r: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        reply.attr(&TTL, &attr(ino.0, if ino.0 == 2 { self.size } else { 0 }, ino.0 == 1))
+        reply.attr(
+            &TTL,
+            &attr(ino.0, if ino.0 == 2 { self.size } else { 0 }, ino.0 == 1),
+        )
     }
     fn open(&self, _r: &Request, _ino: INodeNo, _f: OpenFlags, reply: ReplyOpen) {
-        let f = if self.keep { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+        let f = if self.keep {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
+        };
         reply.opened(FileHandle(1), f)
     }
     fn read(
@@ -71,7 +83,14 @@ impl Filesystem for Floor {
         let n = (size as u64).min(self.size.saturating_sub(offset)) as usize;
         reply.data(&self.buf[..n])
     }
-    fn readdir(&self, _r: &Request, _ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _r: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         if offset == 0 {
             let _ = reply.add(INodeNo(2), 1, FileType::RegularFile, "data");
         }

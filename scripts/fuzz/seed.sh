@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed fuzz/corpus/TARGET from the committed fixtures (idempotent).
-#   scripts/fuzz_seed.sh TARGET
+#   scripts/fuzz/seed.sh TARGET
 # Every target gets the fixture files; `sparse_frame` also gets each
 # sparse-frame fixture directory joined into one input (index, then chunk
 # files, separated as fuzz/fuzz_targets/sparse_frame.rs expects); `codecs`
@@ -9,7 +9,7 @@
 # `npy_layout` also gets every dtype text of
 # tests/fixtures/writers/dtype/descrs-*.json.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 t=$1
 c="fuzz/corpus/$t"
 mkdir -p "$c"
@@ -42,13 +42,13 @@ PY
 codecs)
     py=${PYTHON:-.venv/bin/python}
     if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
-        "$py" scripts/fuzz_codec_seeds.py "$c" || echo "warning: codec seeds not generated" >&2
+        "$py" scripts/fuzz/codec_seeds.py "$c" || echo "warning: codec seeds not generated" >&2
     fi
     ;;
 zfp)
     py=${PYTHON:-.venv/bin/python}
     if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
-        "$py" scripts/fuzz_zfp_seeds.py "$c" || echo "warning: zfp seeds not generated" >&2
+        "$py" scripts/fuzz/zfp_seeds.py "$c" || echo "warning: zfp seeds not generated" >&2
     fi
     ;;
 esac

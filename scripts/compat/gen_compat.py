@@ -8,7 +8,7 @@
                                          newest reference) and add a note where
                                          it disagrees
 
-Runs inside each venv that scripts/compat.sh makes (one release set each), so
+Runs inside each venv that scripts/compat/compat.sh makes (one release set each), so
 it imports nothing of the project's and only what that venv holds:
 python-blosc2 (chunks, frames, sparse frames, special chunks, dictionaries,
 b2nd arrays), python-blosc (Blosc1 chunks), numcodecs and zarr v2/v3 (chunk

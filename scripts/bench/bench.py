@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bloscfs benchmark: every contender side by side in one run, as ratios.
 
-    .venv/bin/python scripts/bench.py [--size 512M] [--runs 3] [--quick] [--doc docs/PERFORMANCE.md]
-    .venv/bin/python scripts/bench.py --table docs/bench/runs/DATE.json [--doc docs/PERFORMANCE.md]
+    .venv/bin/python scripts/bench/bench.py [--size 512M] [--runs 3] [--quick] [--doc docs/PERFORMANCE.md]
+    .venv/bin/python scripts/bench/bench.py --table docs/bench/runs/DATE.json [--doc docs/PERFORMANCE.md]
 
 --doc FILE replaces the table between FILE's two `<!-- bench.py ... -->` marker lines
 and saves the run's raw results as JSON in docs/bench/runs/ beside FILE (or --save DIR).
@@ -39,7 +39,7 @@ import time
 import blosc2
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, "target/release/bloscfs")
 FLOOR = os.path.join(ROOT, "target/release/fusefloor")
 MB = 1 << 20
@@ -337,7 +337,7 @@ def main():
     for b in [BIN] + ([] if a.npy_blocks or a.ls else [FLOOR]):
         if not os.path.exists(b):
             sys.exit(f"{b} missing: run `cargo build --release` and "
-                     "`CARGO_TARGET_DIR=target cargo build --release --manifest-path scripts/fusefloor/Cargo.toml`")
+                     "`cargo build --release -p fusefloor`")
     C, F = blosc2.Codec, blosc2.Filter
     variants = [("zstd-shuffle", C.ZSTD, F.SHUFFLE), ("lz4-shuffle", C.LZ4, F.SHUFFLE),
                 ("blosclz-shuffle", C.BLOSCLZ, F.SHUFFLE), ("lz4-bitshuffle", C.LZ4, F.BITSHUFFLE),
@@ -842,7 +842,7 @@ def main():
             write_doc(a.doc, run, saved)
 
 
-TABLE_BEGIN = "<!-- bench.py table: written by scripts/bench.py --doc, do not edit by hand -->"
+TABLE_BEGIN = "<!-- bench.py table: written by scripts/bench/bench.py --doc, do not edit by hand -->"
 TABLE_END = "<!-- bench.py table end -->"
 
 
@@ -855,7 +855,7 @@ def run_record(a, size):
         commit = "unknown"
     return {
         "date": time.strftime("%Y-%m-%d"),
-        "command": f"scripts/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else ""),
+        "command": f"scripts/bench/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else ""),
         "machine": {"cpus": os.cpu_count(), "cpu": cpu, "kernel": os.uname().release},
         "series_mib": size >> 20,
         "versions": {"bloscfs": commit, "python-blosc2": blosc2.__version__,

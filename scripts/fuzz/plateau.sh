@@ -2,8 +2,8 @@
 # Fuzzing campaign: run fuzz targets one after the other (one process, never
 # two at once) for SECONDS each, then print a coverage table from the logs.
 #
-#   scripts/fuzz_plateau.sh SECONDS [TARGET...]   run (default: every target)
-#   scripts/fuzz_plateau.sh --table [TARGET...]   only print the table
+#   scripts/fuzz/plateau.sh SECONDS [TARGET...]   run (default: every target)
+#   scripts/fuzz/plateau.sh --table [TARGET...]   only print the table
 #
 # Logs go to $FUZZ_LOGS (default /tmp/bloscfs-fuzz), one TARGET.log each,
 # every libFuzzer line prefixed with the seconds elapsed. A target has
@@ -18,11 +18,11 @@
 # FUZZ_FORK=N runs libFuzzer's fork mode with N worker processes (one per
 # core): a crash, timeout or OOM is saved and counted, and fuzzing goes on.
 # Each target starts from its committed corpus (fuzz/corpora/TARGET.tar.xz,
-# see scripts/fuzz_corpus.sh) plus the seeds, and its corpus is packed there
+# see scripts/fuzz/corpus.sh) plus the seeds, and its corpus is packed there
 # again at the end: commit it to go on from there next time.
-# Not for CI (CI runs scripts/fuzz.sh 20).
+# Not for CI (CI runs scripts/fuzz/run.sh 20).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export PATH="$HOME/.cargo/bin:$PATH"
 logs=${FUZZ_LOGS:-/tmp/bloscfs-fuzz}
 mkdir -p "$logs"
@@ -67,7 +67,7 @@ if [ "${1:-}" = "--table" ]; then
     exit 0
 fi
 
-secs=${1:?usage: fuzz_plateau.sh SECONDS [TARGET...] | --table [TARGET...]}
+secs=${1:?usage: scripts/fuzz/plateau.sh SECONDS [TARGET...] | --table [TARGET...]}
 shift
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz
 export RUSTC_BOOTSTRAP=1
@@ -78,8 +78,8 @@ fork=()
 (cd fuzz && cargo fuzz build $build >/dev/null)
 [ $# -gt 0 ] || set -- $(cd fuzz && cargo fuzz list)
 for t in "$@"; do
-    scripts/fuzz_corpus.sh restore "$t"
-    scripts/fuzz_seed.sh "$t"
+    scripts/fuzz/corpus.sh restore "$t"
+    scripts/fuzz/seed.sh "$t"
     echo "-- fuzz $t (${secs}s, $build) -> $logs/$t.log"
     (
         cd fuzz
@@ -97,7 +97,7 @@ for t in "$@"; do
     for d in /dev/shm/bloscfs-fuzz-sframe-* "${TMPDIR:-/tmp}"/bloscfs-fuzz-sframe-* /tmp/bloscfs-fuzz-sframe-*; do
         if [ -e "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null; then rm -rf "$d"; fi
     done
-    scripts/fuzz_corpus.sh save "$t"
+    scripts/fuzz/corpus.sh save "$t"
     table "$t" | tail -1
 done
 echo

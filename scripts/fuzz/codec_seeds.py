@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seeds for the `codecs` fuzz target: one valid stream per codec.
 
-Usage: fuzz_codec_seeds.py OUTDIR   (needs python-blosc2, as in .venv)
+Usage: scripts/fuzz/codec_seeds.py OUTDIR   (needs python-blosc2, as in .venv)
 
 Input layout of the target (fuzz/fuzz_targets/codecs.rs): byte 0 selects
 the codec (0 blosclz, 1 lz4, 2 lz4+dict, 3 snappy, 4 zlib, 5 zstd,

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Keep fuzz corpora across machines: the inputs libFuzzer found (files named
-# by their SHA-1; not the seeds, which scripts/fuzz_seed.sh copies again from
+# by their SHA-1; not the seeds, which scripts/fuzz/seed.sh copies again from
 # the fixtures) are packed, with their times, into fuzz/corpora/TARGET.tar.xz,
 # which is committed. A campaign then goes on where the last one stopped.
 #
-#   scripts/fuzz_corpus.sh save TARGET...      pack fuzz/corpus/TARGET
-#   scripts/fuzz_corpus.sh restore TARGET...   unpack into fuzz/corpus/TARGET
+#   scripts/fuzz/corpus.sh save TARGET...      pack fuzz/corpus/TARGET
+#   scripts/fuzz/corpus.sh restore TARGET...   unpack into fuzz/corpus/TARGET
 #                                              (adds to what is there)
 #
-# scripts/fuzz_plateau.sh restores before it fuzzes; CI's short runs
-# (scripts/fuzz.sh) start from the seeds only.
+# scripts/fuzz/plateau.sh restores before it fuzzes; CI's short runs
+# (scripts/fuzz/run.sh) start from the seeds only.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-what=${1:?usage: fuzz_corpus.sh save|restore TARGET...}
+cd "$(dirname "$0")/../.."
+what=${1:?usage: scripts/fuzz/corpus.sh save|restore TARGET...}
 shift
 for t in "$@"; do
     pack="fuzz/corpora/$t.tar.xz"
@@ -32,7 +32,7 @@ for t in "$@"; do
         echo "$dir: restored $(tar -tJf "$pack" | wc -l) inputs from $pack"
         ;;
     *)
-        echo "usage: fuzz_corpus.sh save|restore TARGET..." >&2
+        echo "usage: scripts/fuzz/corpus.sh save|restore TARGET..." >&2
         exit 2
         ;;
     esac

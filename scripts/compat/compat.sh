@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The cross-version fixture matrix: one venv per release set of older
-# producers (scripts/compat-requirements/NAME.txt, fully pinned, wheels for
+# producers (scripts/compat/requirements/NAME.txt, fully pinned, wheels for
 # CPython 3.11 only), made once with uv under .venv-compat/NAME and kept while
 # its requirements file is unchanged; each writes OUTDIR/NAME with its
-# manifest (scripts/gen_compat.py), then the newest reference (.venv, from
+# manifest (scripts/compat/gen_compat.py), then the newest reference (.venv, from
 # scripts/setup.sh) notes where it reads a file otherwise.
-#   scripts/compat.sh OUTDIR             the whole matrix (CI)
-#   scripts/compat.sh OUTDIR --sample    the small subset kept in tests/fixtures/compat
+#   scripts/compat/compat.sh OUTDIR             the whole matrix (CI)
+#   scripts/compat/compat.sh OUTDIR --sample    the small subset kept in tests/fixtures/compat
 # A venv that cannot be made is a failure, never a skip.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/compat.sh OUTDIR [--sample]}
+cd "$(dirname "$0")/../.."
+out=${1:?usage: scripts/compat/compat.sh OUTDIR [--sample]}
 shift
 mode=("$@")
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -29,7 +29,7 @@ if [ ! -x "$uv" ]; then
 fi
 
 start=$SECONDS
-for req in scripts/compat-requirements/*.txt; do
+for req in scripts/compat/requirements/*.txt; do
     name=$(basename "$req" .txt)
     venv=$root/$name
     if ! cmp -s "$req" "$venv/.installed-requirements"; then
@@ -45,11 +45,11 @@ echo "== compat venvs ready in $((SECONDS - start)) s"
 
 rm -rf "$out"
 mkdir -p "$out"
-for req in scripts/compat-requirements/*.txt; do
+for req in scripts/compat/requirements/*.txt; do
     name=$(basename "$req" .txt)
     producers=$(sed -n 's/^# producers: //p' "$req")
-    "$root/$name/bin/python" -W ignore scripts/gen_compat.py "$out/$name" --producers="$producers" \
+    "$root/$name/bin/python" -W ignore scripts/compat/gen_compat.py "$out/$name" --producers="$producers" \
         ${mode[@]+"${mode[@]}"} || fail "gen_compat.py failed in venv $name"
 done
-.venv/bin/python -W ignore scripts/gen_compat.py --crosscheck "$out"/*/ || fail "cross-check failed"
+.venv/bin/python -W ignore scripts/compat/gen_compat.py --crosscheck "$out"/*/ || fail "cross-check failed"
 echo "== compat matrix written to $out in $((SECONDS - start)) s ($(du -sh "$out" | cut -f1))"
