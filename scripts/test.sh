@@ -16,9 +16,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 echo "== reference fixture matrix (written by python-blosc2, python-blosc, bloscpack)"
 rm -rf fixtures-full
-.venv/bin/python scripts/gen_fixtures.py fixtures-full --full
+.venv/bin/python scripts/fixtures/gen_fixtures.py fixtures-full --full
 echo "== cross-version fixture matrix (older python-blosc2, python-blosc, numcodecs/zarr, imagecodecs, hdf5plugin)"
-scripts/compat.sh fixtures-compat
+scripts/compat/compat.sh fixtures-compat
 
 # Mount tests need FUSE: in CI its absence is a failure, not a skip.
 if [ -n "${CI:-}" ]; then
@@ -38,7 +38,7 @@ rm -f "$log"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 if [ "$FUZZ_SECONDS" -gt 0 ]; then
     echo "== fuzz (${FUZZ_SECONDS}s per target; see fuzz/README.md to run longer)"
-    scripts/fuzz.sh "$FUZZ_SECONDS"
+    scripts/fuzz/run.sh "$FUZZ_SECONDS"
 fi
 echo "== all tests passed"
 echo "tests: ${passed} passed, ${failed} failed"

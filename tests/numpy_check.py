@@ -1,4 +1,4 @@
-"""Called by tests/mount.rs: numpy reads the mounted .npy files and compares
+"""Called by tests/mount/mount.rs: numpy reads the mounted .npy files and compares
 them with python-blosc2's own slicing of the source arrays."""
 import glob
 import os

@@ -4,7 +4,7 @@
 //!
 //! Input: parts separated by `SEP`; the first is the index file, the next
 //! ones (at most `MAX_CHUNKS`) are `00000000.chunk`, `00000001.chunk`, ...
-//! Seeds are the sparse-frame fixtures joined that way (scripts/fuzz.sh).
+//! Seeds are the sparse-frame fixtures joined that way (scripts/fuzz/run.sh).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;

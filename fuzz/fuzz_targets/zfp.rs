@@ -6,7 +6,7 @@
 //! typesize (bit 0: 4 or 8 bytes; 2 when bits 1-2 are both set; bit 7: the
 //! output one byte too long), byte 3 the number of dimensions (mod 5; 0 is
 //! no block shape), then one byte per dimension (1 to 64), then the stream.
-//! `scripts/fuzz_zfp_seeds.py` writes seeds from python-blosc2's streams.
+//! `scripts/fuzz/zfp_seeds.py` writes seeds from python-blosc2's streams.
 #![no_main]
 use blosc_decode::codec::{decompress, Params};
 use blosc_decode::format::chunk::{Codec, ZfpMode};

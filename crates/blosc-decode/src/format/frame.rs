@@ -347,7 +347,7 @@ pub fn offset_values(decoded: &[u8]) -> Result<impl Iterator<Item = i64> + '_> {
 mod tests {
     use super::*;
 
-    // Written by python-blosc2 (scripts/gen_frame_fixtures.py): metalayers
+    // Written by python-blosc2 (scripts/fixtures/gen_frame_fixtures.py): metalayers
     // "dims" and "origin", vlmetalayers "note" and "list", lz4 + shuffle.
     const FRAME: &[u8] = include_bytes!("../../../../tests/data/frame/fixed-lz4.b2frame");
 

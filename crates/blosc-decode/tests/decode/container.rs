@@ -1,0 +1,584 @@
+//! The read path: only the blocks a range needs are decoded; the cache stays
+//! within its budget under concurrent readers; bad input gives clear errors.
+
+use crate::common;
+use blosc_decode::{open_path_with, Deferred, Env};
+use common::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+type Opened = Arc<Vec<(Arc<blosc_decode::Container>, Arc<Vec<u8>>)>>;
+
+/// Open fixtures with `env`, each with its reference bytes.
+fn open_all(names: &[&str], env: &Env) -> Opened {
+    Arc::new(
+        names
+            .iter()
+            .map(|n| {
+                (
+                    Arc::new(open_path_with(&fixture(n), env).unwrap().unwrap()),
+                    Arc::new(reference_bytes(n)),
+                )
+            })
+            .collect(),
+    )
+}
+
+fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// One fixture opened alone (a cache of 64 MiB, no decode-ahead), with its
+/// reference bytes.
+fn open_one(name: &str) -> (Env, blosc_decode::Container, Vec<u8>) {
+    let env = Env::with_workers(64 << 20, 0);
+    let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
+    (env, c, reference_bytes(name))
+}
+
+fn decoded(env: &Env) -> u64 {
+    env.stats.blocks_decoded.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_4k_read_in_the_middle_decodes_one_block() {
+    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000; // chunk 1, block 7
+    c.read_at(off, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 1);
+    // Read again: served from the cache.
+    c.read_at(off + 100, &mut buf).unwrap();
+    assert_eq!(decoded(&env), 1);
+    assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
+}
+
+/// As the FUSE adapter reads (with a `Deferred`): a 4 KiB read of a
+/// shuffled block gets its bytes before the rest of the block is unshuffled
+/// and cached, which happens when the deferred work runs (after the reply).
+#[test]
+fn a_4k_read_caches_its_block_after_the_reply() {
+    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
+    let hits = || env.stats.cache_hits.load(Ordering::Relaxed);
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000; // chunk 1, block 7
+    let mut later = Deferred::new();
+    c.read_at_deferring(off, &mut buf, &mut later).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 1);
+    // Not cached yet: a second read with the same work pending decodes it
+    // again.
+    c.read_at_deferring(off + 8192, &mut buf, &mut later)
+        .unwrap();
+    assert_eq!(buf, whole[off as usize + 8192..off as usize + 12288]);
+    assert_eq!((decoded(&env), hits()), (2, 0));
+    later.run();
+    // Cached now, as the whole unshuffled block: every byte of it.
+    let bs = 65_536;
+    let start = off / bs * bs;
+    let mut blk = vec![0u8; bs as usize];
+    c.read_at(start, &mut blk).unwrap();
+    assert_eq!(blk, whole[start as usize..(start + bs) as usize]);
+    assert_eq!((decoded(&env), hits()), (2, 1));
+}
+
+#[test]
+fn a_4k_read_of_a_delta_chunk_decodes_two_blocks() {
+    let (env, c, whole) = open_one("frame/blocks-delta.b2frame");
+    let mut buf = vec![0u8; 4096];
+    let off = 1_500_000;
+    c.read_at(off, &mut buf).unwrap();
+    assert_eq!(buf, whole[off as usize..off as usize + 4096]);
+    assert_eq!(decoded(&env), 2, "block 0 of the chunk and the block read");
+}
+
+#[test]
+fn a_row_of_a_2d_array_decodes_only_its_band() {
+    // shape (97, 131), chunks (40, 50), blocks (8, 25): row 45 lies in chunk
+    // row 1, block row 0 of it; across 131 columns that is 3 chunks x up to
+    // 2 blocks = 6 blocks (not the 9 x 10 blocks of the array).
+    let (env, c, whole) = open_one("b2nd/array1-2d.b2nd");
+    let header = whole.len() - 97 * 131 * 4;
+    let row = 45;
+    let at = header + row * 131 * 4;
+    let mut buf = vec![0u8; 131 * 4];
+    c.read_at(at as u64, &mut buf).unwrap();
+    assert_eq!(buf, whole[at..at + 131 * 4]);
+    assert_eq!(decoded(&env), 6);
+}
+
+#[test]
+fn many_threads_with_constant_eviction_read_exact_bytes() {
+    let names = [
+        "frame/blocks-lz4.b2frame",
+        "frame/blocks-delta.b2frame",
+        "b2nd/array1-2d.b2nd",
+        "b2nd/partial.b2nd",
+        "frame/zstd-dict.b2frame",
+    ];
+    // A cache far smaller than the working set (64 KiB blocks).
+    let env = Env::new(256 << 10);
+    let files = open_all(&names, &env);
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let files = files.clone();
+            let env = env.clone();
+            std::thread::spawn(move || {
+                let mut seed = 0x1234_5678_9abc_def1u64 ^ (t << 32);
+                for _ in 0..400 {
+                    xorshift(&mut seed);
+                    let (c, whole) = &files[(seed % files.len() as u64) as usize];
+                    let off = (seed >> 8) % whole.len() as u64;
+                    let len = ((seed >> 40) % 200_000) as usize;
+                    let mut buf = vec![0u8; len];
+                    // Half the reads as the FUSE adapter does them (the
+                    // rest of a partly read block is cached afterwards).
+                    let n = if seed & (1 << 20) != 0 {
+                        c.read_at_deferring(off, &mut buf, &mut Deferred::new())
+                    } else {
+                        c.read_at(off, &mut buf)
+                    }
+                    .unwrap();
+                    assert_eq!(n, len.min(whole.len() - off as usize));
+                    assert_eq!(&buf[..n], &whole[off as usize..off as usize + n]);
+                    assert!(env.cache.bytes() <= env.cache.budget());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(env.cache.bytes() <= env.cache.budget());
+}
+
+#[test]
+fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = damaged_copy(dir.path());
+    let env = Env::new(16 << 20);
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; c.len() as usize];
+    let err = c.read_at(0, &mut buf).unwrap_err().to_string();
+    assert!(
+        err.contains("damaged.b2frame") && err.contains("chunk 1") && err.contains("block"),
+        "{err}"
+    );
+    // Chunks 0 and 2 still read exactly.
+    let mut b0 = vec![0u8; 1 << 20];
+    c.read_at(0, &mut b0).unwrap();
+    assert_eq!(b0, whole[..1 << 20]);
+    c.read_at(2 << 20, &mut b0).unwrap();
+    assert_eq!(b0, whole[2 << 20..3 << 20]);
+}
+
+#[test]
+fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes() {
+    let names = [
+        "frame/blocks-lz4.b2frame",
+        "frame/blocks-delta.b2frame",
+        "b2nd/array1-2d.b2nd",
+        "frame/zstd-dict.b2frame",
+    ];
+    // Decode-ahead on (two workers) and a cache smaller than what it queues.
+    let mut env = Env::with_workers(192 << 10, 2);
+    env.decode_ahead = 1 << 20;
+    let files = open_all(&names, &env);
+    let threads: Vec<_> = (0..6u64)
+        .map(|t| {
+            let files = files.clone();
+            let env = env.clone();
+            std::thread::spawn(move || {
+                let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (t << 40);
+                let mut next = || xorshift(&mut seed);
+                for _ in 0..12 {
+                    let (c, whole) = &files[(next() % files.len() as u64) as usize];
+                    // Walk forward from a random start in requests of
+                    // varying size, as `cat` or the kernel's read-ahead would.
+                    let mut off = next() % (whole.len() as u64 / 2);
+                    while (off as usize) < whole.len() {
+                        let len =
+                            [4096usize, 65_536, 131_072, 1 << 20, 77_777][(next() % 5) as usize];
+                        let mut buf = vec![0u8; len];
+                        let n = c.read_at(off, &mut buf).unwrap();
+                        assert_eq!(n, len.min(whole.len() - off as usize));
+                        assert_eq!(
+                            &buf[..n],
+                            &whole[off as usize..off as usize + n],
+                            "at {off}"
+                        );
+                        assert!(env.cache.bytes() <= env.cache.budget());
+                        off += n as u64;
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(env.cache.bytes() <= env.cache.budget());
+}
+
+#[test]
+fn a_sequential_reader_gets_its_next_blocks_decoded_ahead_once() {
+    let mut env = Env::with_workers(64 << 20, 2);
+    env.decode_ahead = 1 << 20;
+    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let block = c.layout(0).unwrap().header.blocksize as usize;
+    let total_blocks = whole.len().div_ceil(block) as u64;
+    // The first request: its blocks, and the next 1 MiB's queued.
+    let mut buf = vec![0u8; 256 << 10];
+    c.read_at(0, &mut buf).unwrap();
+    assert_eq!(buf, whole[..256 << 10]);
+    let wait = || {
+        while env.ahead.in_flight() > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    };
+    wait();
+    let after_first = decoded(&env);
+    assert!(
+        after_first as usize >= (256 << 10) / block + (1 << 20) / block,
+        "decoded {after_first} blocks of {block} bytes: nothing ahead"
+    );
+    // The rest, sequentially: every block decoded exactly once overall.
+    let mut off = buf.len();
+    while off < whole.len() {
+        let n = c.read_at(off as u64, &mut buf).unwrap();
+        assert_eq!(&buf[..n], &whole[off..off + n]);
+        off += n;
+    }
+    wait();
+    assert_eq!(decoded(&env), total_blocks);
+    assert!(env.stats.cache_hits.load(Ordering::Relaxed) > 0);
+    // Blocks consumed whole left the cache.
+    assert_eq!(env.cache.bytes(), 0);
+}
+
+#[test]
+fn decode_ahead_does_not_hide_a_damaged_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = damaged_copy(dir.path());
+    let probe = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &Env::default())
+        .unwrap()
+        .unwrap();
+    let mut env = Env::with_workers(16 << 20, 2);
+    env.decode_ahead = 4 << 20;
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let chunk = probe.chunks()[1].uoff as usize;
+    let chunk_end = chunk + probe.chunks()[1].ulen as usize;
+    // Read forward in 64 KiB requests: the pool meets the damage first.
+    let mut buf = vec![0u8; 64 << 10];
+    let mut failed = 0;
+    let mut off = 0;
+    while off < whole.len() {
+        match c.read_at(off as u64, &mut buf) {
+            Ok(n) => {
+                assert_eq!(&buf[..n], &whole[off..off + n]);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains("damaged.b2frame") && e.contains("chunk 1"),
+                    "{e}"
+                );
+                assert!(off >= chunk && off < chunk_end, "error at {off}");
+                failed += 1;
+            }
+        }
+        off += buf.len();
+    }
+    assert!(failed >= 1);
+}
+
+/// Does this kernel answer `cachestat(2)` (Linux 6.5+) for `f`, and does
+/// the file system take `O_DIRECT`? Only then can `source_io=auto` bypass
+/// the page cache.
+fn can_bypass_page_cache(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(p)
+    else {
+        return false;
+    };
+    let range = [0u64, 4096];
+    let mut st = [0u64; 5];
+    // SAFETY: a range and a result of the kernel's layout (two and five u64).
+    unsafe { libc::syscall(451, f.as_raw_fd(), range.as_ptr(), st.as_mut_ptr(), 0u32) == 0 }
+}
+
+/// `source_io=auto`: a random read of a block not in the page cache
+/// bypasses it (`O_DIRECT`); the next block, read sequentially, and a block
+/// already in the page cache are read through it. Bytes are exact each way.
+/// The file is a Blosc1 memcpyed chunk of 32 MiB (256 KiB blocks), so every
+/// block read is 256 KiB from the source.
+#[test]
+fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
+    use std::io::Write;
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("memcpyed.blosc1");
+    let n = 32usize << 20;
+    let bs = 256u32 << 10;
+    let mut seed = 7u64;
+    let data: Vec<u8> = (0..n).map(|_| xorshift(&mut seed) as u8).collect();
+    let mut chunk = vec![2u8, 1, 0x02, 1];
+    chunk.extend_from_slice(&(n as u32).to_le_bytes());
+    chunk.extend_from_slice(&bs.to_le_bytes());
+    chunk.extend_from_slice(&(n as u32 + 16).to_le_bytes());
+    chunk.extend_from_slice(&data);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(&chunk)
+        .unwrap();
+    if !can_bypass_page_cache(&p) {
+        eprintln!("skipped: no cachestat(2) or no O_DIRECT here");
+        return;
+    }
+    let env = Env::with_workers(64 << 20, 0);
+    let c = open_path_with(&p, &env).unwrap().unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    let direct = || env.stats.source_direct_reads.load(Ordering::Relaxed);
+    // Written just now: in the page cache. Push it out (clean pages go).
+    f.sync_all().unwrap();
+    // SAFETY: plain advice on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let mut buf = vec![0u8; 4096];
+    let at = 20 << 20;
+    assert_eq!(c.read_at(at + 5, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[at as usize + 5..at as usize + 5 + 4096]);
+    assert_eq!(
+        direct(),
+        1,
+        "a cold random block read bypasses the page cache"
+    );
+    // The next block: a sequential read, through the page cache.
+    let next = at + bs as u64;
+    assert_eq!(c.read_at(next, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[next as usize..next as usize + 4096]);
+    assert_eq!(direct(), 1, "a sequential block read keeps the page cache");
+    // A far block that is in the page cache: read through it.
+    let far = 2u64 << 20;
+    std::fs::read(&p).unwrap();
+    assert_eq!(c.read_at(far, &mut buf).unwrap(), 4096);
+    assert_eq!(buf, data[far as usize..far as usize + 4096]);
+    assert_eq!(
+        direct(),
+        1,
+        "a block already in the page cache is read from it"
+    );
+}
+
+/// Is the page holding byte `at` of `f` in the page cache?
+fn resident(f: &std::fs::File, at: u64) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let page = 4096u64;
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a read-only mapping of a file we hold open, unmapped below;
+    // mincore only reports on it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut v = vec![0u8; len.div_ceil(page as usize)];
+        assert_eq!(libc::mincore(p, len, v.as_mut_ptr()), 0);
+        libc::munmap(p, len);
+        v[(at / page) as usize] & 1 == 1
+    }
+}
+
+/// A file source's `will_need` has the kernel read the range into the page
+/// cache (and nothing else: a page further on stays out). The file is on a
+/// disk file system (tmpfs keeps every page resident).
+#[test]
+fn file_source_will_need_reads_into_the_page_cache() {
+    use blosc_decode::io::{FileSource, Source};
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("64M");
+    std::fs::write(&path, vec![7u8; 64 << 20]).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: plain syscall on our fd.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let (hinted, other) = (32u64 << 20, 48u64 << 20);
+    assert!(
+        !resident(&f, hinted) && !resident(&f, other),
+        "pages resident after POSIX_FADV_DONTNEED (tmpfs?)"
+    );
+    FileSource::open(&path).unwrap().will_need(hinted, 8192);
+    let t = std::time::Instant::now();
+    while !resident(&f, hinted) && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!((resident(&f, hinted), resident(&f, other)), (true, false));
+}
+
+/// A source that records `will_need` hints.
+struct Hinted(
+    blosc_decode::io::MemSource,
+    std::sync::Mutex<Vec<(u64, u64)>>,
+);
+
+impl blosc_decode::io::Source for Hinted {
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> blosc_decode::Result<()> {
+        self.0.read_exact_at(offset, buf)
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.1.lock().unwrap().push((offset, len));
+    }
+}
+
+/// The first random read hints the start (header and block starts) of
+/// every chunk not parsed yet to the source, once, on the pool's chore
+/// thread, so each later first read of a chunk waits for one disk read, not
+/// two in a row. Sequential reads (and reads without a pool) hint nothing.
+#[test]
+fn first_random_read_hints_chunk_headers() {
+    use blosc_decode::index::ChunkLoc;
+    use blosc_decode::io::MemSource;
+    let name = "frame/lz4-none-ts4-c.b2frame";
+    let data = std::fs::read(fixture(name)).unwrap();
+    let reference = reference_bytes(name);
+    // Up to `secs` for `n` hints, then a little more for any stray one.
+    let wait_for = |src: &Hinted, n: usize, secs: u64| {
+        let t = std::time::Instant::now();
+        while src.1.lock().unwrap().len() < n && t.elapsed() < std::time::Duration::from_secs(secs)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        src.1.lock().unwrap().clone()
+    };
+    let mut buf = vec![0u8; 4096];
+    for (workers, sequential) in [(2, true), (0, false), (2, false)] {
+        let src = Arc::new(Hinted(MemSource::new(data.clone()), Default::default()));
+        let env = Env::with_workers(1 << 20, workers);
+        let c = blosc_decode::detect::open_source(src.clone(), std::path::Path::new(name), &env)
+            .unwrap()
+            .unwrap();
+        let starts: Vec<u64> = c
+            .chunks()
+            .iter()
+            .map(|e| match e.loc {
+                ChunkLoc::Stored { offset, .. } => offset,
+                _ => panic!("special chunk"),
+            })
+            .collect();
+        assert_eq!(starts.len(), 8);
+        let ats: Vec<u64> = if sequential {
+            // A scan whose requests arrive a little out of order (as the
+            // kernel's read-ahead sends them from two threads): jumps of
+            // two requests are not random reads (hints for them would slow
+            // the scan).
+            vec![0, 16384, 4096, 8192, 28672, 12288, 32768]
+        } else {
+            vec![c.chunks()[3].uoff + 100, c.chunks()[6].uoff + 5, 50_000]
+        };
+        for &at in &ats {
+            assert_eq!(c.read_at(at, &mut buf).unwrap(), 4096);
+            assert_eq!(buf, reference[at as usize..at as usize + 4096]);
+        }
+        let none = sequential || workers == 0;
+        let hints = wait_for(&src, 7, if none { 0 } else { 5 });
+        if none {
+            assert_eq!(hints, [], "workers {workers}, sequential {sequential}");
+            continue;
+        }
+        // Every chunk not parsed before the first random read, once, its
+        // own included (hinted as it is read). Chunk 0 may have been parsed
+        // when the container was opened (codec names for `info`).
+        let mut got: Vec<u64> = hints.iter().map(|h| h.0).collect();
+        got.retain(|&o| o != starts[0]);
+        let want = &starts[1..];
+        assert_eq!(got, want);
+        // A chunk's first 8 KiB (the last chunk is shorter).
+        assert!(
+            hints.iter().all(|&(_, len)| len > 0 && len <= 8192),
+            "{hints:?}"
+        );
+    }
+}
+
+/// A block larger than an eighth of the cache must still be cached (the
+/// shards share one budget rather than an eighth each): else every read
+/// touching it decodes it whole again, 512 decodes of 16 MiB to read this
+/// 64 MiB file in 128 KiB pieces with `bloscfs cat`'s 64 MiB cache. A block
+/// of up to half the budget is kept. The file is python-blosc2's
+/// (4.14: `SChunk(chunksize=32 MiB, data=np.arange(2**23), cparams={codec:
+/// ZSTD, clevel: 1, typesize: 8, blocksize: 16 MiB})`).
+#[test]
+fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
+    let env = Env::with_workers(64 << 20, 0);
+    let path = common::root().join("tests/data/blocks-16m.b2frame");
+    let c = open_path_with(&path, &env).unwrap().unwrap();
+    assert_eq!(c.len(), 64 << 20);
+    let mut buf = vec![0u8; 128 << 10];
+    for (k, at) in (0..c.len()).step_by(buf.len()).enumerate() {
+        assert_eq!(c.read_at(at, &mut buf).unwrap(), buf.len());
+        for (j, v) in buf.chunks_exact(8).enumerate() {
+            let want = at / 8 + j as u64;
+            assert_eq!(u64::from_le_bytes(v.try_into().unwrap()), want, "read {k}");
+        }
+        assert!(env.cache.bytes() <= env.cache.budget());
+    }
+    assert_eq!(decoded(&env), 4, "each of the 4 blocks decoded once");
+}
+
+/// Zero chunks are holes, for reads (`is_zero`) and for seeking, and
+/// nothing else is: chunks of zeros and of NaN alternate here (64 KiB each,
+/// 1000 of them, the first zeros).
+#[test]
+fn zero_chunks_are_holes_and_other_chunks_data() {
+    let env = Env::with_workers(1 << 20, 0);
+    let name = "regress/frame-alternating-specials-1000.b2frame";
+    let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
+    let k = 65_536u64;
+    let len = c.len();
+    assert_eq!(len, 1000 * k);
+    let seek = |at: u64, hole: bool| c.seek_hole_or_data(at, hole).unwrap();
+    assert_eq!(seek(0, true), Some(0));
+    assert_eq!(seek(0, false), Some(k));
+    assert_eq!(seek(k + 5, false), Some(k + 5));
+    assert_eq!(seek(k + 5, true), Some(2 * k));
+    assert_eq!(seek(2 * k + 5, true), Some(2 * k + 5));
+    assert_eq!(seek(998 * k + 1, false), Some(999 * k));
+    // Past the last hole: the end of the file is one.
+    assert_eq!(seek(999 * k + 1, true), Some(len));
+    assert!(c.is_zero(0, k) && c.is_zero(2 * k + 100, 4096));
+    assert!(!c.is_zero(0, k + 1) && !c.is_zero(k, 1) && !c.is_zero(len - 1, 2));
+    // Only zeros: no data from any offset.
+    let z = open_path_with(&fixture("frame/special-zero.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(z.seek_hole_or_data(7, false).unwrap(), None);
+    assert_eq!(z.seek_hole_or_data(7, true).unwrap(), Some(7));
+    // A `.npy` view does not map linearly onto chunks: all data.
+    let a = open_path_with(&fixture("b2nd/partial.b2nd"), &env)
+        .unwrap()
+        .unwrap();
+    assert_eq!(a.seek_hole_or_data(200, false).unwrap(), Some(200));
+    assert_eq!(a.seek_hole_or_data(200, true).unwrap(), Some(a.len()));
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Seed fuzz/corpus/TARGET from the committed fixtures (idempotent).
+#   scripts/fuzz/seed.sh TARGET
+# Every target gets the fixture files; `sparse_frame` also gets each
+# sparse-frame fixture directory joined into one input (index, then chunk
+# files, separated as fuzz/fuzz_targets/sparse_frame.rs expects); `codecs`
+# also gets one valid stream per codec if python-blosc2 is available
+# (.venv/bin/python, or $PYTHON), and `zfp` ZFP block streams likewise;
+# `npy_layout` also gets every dtype text of
+# tests/fixtures/writers/dtype/descrs-*.json.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+t=$1
+c="fuzz/corpus/$t"
+mkdir -p "$c"
+{ find tests/fixtures -type f ! -name '*.json' -size -2M || true; } \
+    | head -400 | while read -r f; do cp -n "$f" "$c/$(echo "$f" | tr / _)" || true; done
+case "$t" in
+sparse_frame)
+    for d in $(find tests/fixtures -type f -name chunks.b2frame -exec dirname {} \;); do
+        out="$c/sframe_$(echo "$d" | tr / _)"
+        [ -e "$out" ] && continue
+        {
+            cat "$d/chunks.b2frame"
+            for f in "$d"/*.chunk; do [ -e "$f" ] || continue; printf '\n--chunk--\n'; cat "$f"; done
+        } >"$out"
+    done
+    ;;
+npy_layout)
+    # Every stored dtype text of the descr tables, after eight zero bytes
+    # (no dimensions, itemsize, start and length 0): the rest is the text.
+    for j in tests/fixtures/writers/dtype/descrs-*.json; do
+        [ -e "$j" ] || continue
+        python3 - "$j" "$c" <<'PY' || echo "warning: dtype seeds not generated" >&2
+import hashlib, json, sys
+for row in json.load(open(sys.argv[1]))["dtypes"]:
+    data = bytes(8) + row["text"].encode()
+    open(f"{sys.argv[2]}/dtype-{hashlib.sha1(data).hexdigest()[:12]}", "wb").write(data)
+PY
+    done
+    ;;
+codecs)
+    py=${PYTHON:-.venv/bin/python}
+    if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
+        "$py" scripts/fuzz/codec_seeds.py "$c" || echo "warning: codec seeds not generated" >&2
+    fi
+    ;;
+zfp)
+    py=${PYTHON:-.venv/bin/python}
+    if [ -x "$py" ] || command -v "$py" >/dev/null 2>&1; then
+        "$py" scripts/fuzz/zfp_seeds.py "$c" || echo "warning: zfp seeds not generated" >&2
+    fi
+    ;;
+esac

@@ -1,0 +1,11 @@
+//! The daemon's tests without a mount, one binary: the presented tree
+//! through `bloscfs::fs::Fs` (listings, attributes, reads, sizes, `.npy`
+//! of every writer's dtypes) and the command line (`bloscfs cat`/`info`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod fs;
+mod fs_sizes;
+mod npy_writers;
