@@ -181,6 +181,9 @@ struct Shard {
     bytes: usize,
 }
 
+/// The decoded-block cache shared by all containers of an [`Env`](crate::Env):
+/// an LRU bounded in bytes, sharded so that concurrent readers rarely
+/// contend.
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     /// Shared by the shards: a shard holds what its blocks were let in for.
@@ -227,6 +230,7 @@ impl BlockCache {
         &self.shards[self.shard_of(key)]
     }
 
+    /// The block cached under `key`, if any (counted as a use).
     pub fn get(&self, key: &BlockKey) -> Option<Block> {
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut s = self.shard(key).lock();
@@ -424,20 +428,29 @@ impl BlockCache {
 /// Counters a user can read from the mount root (`user.bloscfs.stats`).
 #[derive(Default)]
 pub struct Stats {
+    /// Block reads answered from the cache.
     pub cache_hits: AtomicU64,
+    /// Block reads the cache could not answer.
     pub cache_misses: AtomicU64,
+    /// Blocks decoded (whole or a range first).
     pub blocks_decoded: AtomicU64,
+    /// Compressed bytes read from sources.
     pub source_bytes_read: AtomicU64,
     /// Block reads that bypassed the page cache (`O_DIRECT`).
     pub source_direct_reads: AtomicU64,
+    /// Presented bytes served by reads.
     pub bytes_served: AtomicU64,
+    /// Of those, bytes of special chunks (zeros, NaN, a repeated value),
+    /// served without decoding.
     pub special_bytes_served: AtomicU64,
 }
 
 impl Stats {
+    /// Add `n` to `counter`.
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+    /// The counters and the cache's use of its budget as `name=value` lines.
     pub fn render(&self, cache: &BlockCache) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(

@@ -17,6 +17,7 @@ use std::sync::Arc;
 pub const SNIFF_LEN: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The kinds of container.
 pub enum Kind {
     /// A single Blosc1/Blosc2 chunk.
     Chunk,
@@ -24,16 +25,17 @@ pub enum Kind {
     Frame,
     /// A sparse frame (a directory).
     SFrame,
+    /// A Bloscpack file.
     Bloscpack,
     /// The early Blosc2 packed super-chunk.
     Packed,
 }
 
-/// Guess the format from a file's first bytes and its length.
 /// No container is shorter (a Blosc chunk's header alone is 16 bytes): a
 /// shorter file is plain, known without opening it.
 pub const MIN_LEN: u64 = 16;
 
+/// Guess the format from a file's first bytes and its length.
 pub fn sniff(head: &[u8], file_len: u64) -> Option<Kind> {
     if frame::is_frame(head) {
         return Some(Kind::Frame);
@@ -70,6 +72,7 @@ fn is_chunk(head: &[u8], file_len: u64) -> bool {
 /// format, the size it is presented with, and whether it is shown as `.npy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
+    /// Which kind of container.
     pub kind: Kind,
     /// Presented length (the `.npy` file for arrays).
     pub len: u64,
@@ -148,6 +151,8 @@ pub fn open_path(path: &Path) -> Result<Option<Container>> {
     open_path_with(path, &Env::default())
 }
 
+/// Open `path` as a container sharing `env`'s cache and counters with
+/// others (`Ok(None)` if it is not one).
 pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
     if crate::longpath::is_dir(path) {
         if !crate::open::frame::is_sframe_dir(path) {

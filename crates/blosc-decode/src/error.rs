@@ -24,19 +24,27 @@ pub enum ErrorKind {
 }
 
 #[derive(Debug, Clone)]
+/// An error: what kind, why, and where (file, chunk, block).
 pub struct Error {
+    /// What went wrong, coarsely.
     pub kind: ErrorKind,
+    /// Why, in words.
     pub reason: String,
+    /// The file it happened in.
     pub path: Option<PathBuf>,
+    /// The chunk, by the container's numbering.
     pub chunk: Option<u64>,
+    /// The block within the chunk.
     pub block: Option<u64>,
     /// errno of the underlying I/O error, if any.
     pub errno: Option<i32>,
 }
 
+/// A result whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An error of `kind` for `reason`, located nowhere yet.
     pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
         Error {
             kind,
@@ -47,15 +55,19 @@ impl Error {
             errno: None,
         }
     }
+    /// The input ends before a structure it declares.
     pub fn truncated(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::Truncated, reason)
     }
+    /// A field holds a value that cannot be right.
     pub fn corrupt(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::Corrupt, reason)
     }
+    /// A valid file using something not implemented.
     pub fn unsupported(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unsupported, reason)
     }
+    /// A stored checksum does not match.
     pub fn checksum(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::Checksum, reason)
     }
@@ -81,10 +93,12 @@ impl Error {
         self.chunk.get_or_insert(chunk);
         self
     }
+    /// Attach a block number unless one is already set (innermost wins).
     pub fn in_block(mut self, block: u64) -> Self {
         self.block.get_or_insert(block);
         self
     }
+    /// Attach a file unless one is already set (innermost wins).
     pub fn in_file(mut self, path: &Path) -> Self {
         if self.path.is_none() {
             self.path = Some(path.to_path_buf());

@@ -10,12 +10,22 @@ use std::sync::Arc;
 pub enum ChunkLoc {
     /// A Blosc chunk stored in `sources[src]` at `offset`, `cbytes` long
     /// (`cbytes` as known from the index; the chunk header is checked against it).
-    Stored { src: u32, offset: u64, cbytes: u64 },
+    Stored {
+        /// Which of the index's sources holds it.
+        src: u32,
+        /// Where in that source it starts.
+        offset: u64,
+        /// Its compressed length.
+        cbytes: u64,
+    },
     /// A chunk encoded in the index itself (frame offsets with the special bit):
     /// nothing to read. `value` is the repeated value for `Special::Value`.
     Special {
+        /// Which special value.
         kind: Special,
+        /// The item size the value repeats at.
         typesize: u8,
+        /// The repeated value (one item), for `Special::Value`.
         value: Box<[u8]>,
     },
 }
@@ -32,6 +42,7 @@ pub struct ChunkEntry {
     pub uoff: u64,
     /// Uncompressed length of the chunk (of the whole run).
     pub ulen: u64,
+    /// Where its bytes are.
     pub loc: ChunkLoc,
     /// A checksum over the stored chunk bytes (Bloscpack), verified when the
     /// chunk is first read if verification is on.
@@ -44,7 +55,9 @@ pub struct ChunkEntry {
 /// follows from the algorithm).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkChecksum {
+    /// The algorithm, by Bloscpack's numbering.
     pub algo: u8,
+    /// Where the digest is stored in the chunk's source.
     pub digest_offset: u64,
 }
 
@@ -55,9 +68,11 @@ pub struct Info {
     pub format: String,
     /// Format version of the container (frame version, bloscpack format version, chunk version).
     pub version: u32,
+    /// Item size in bytes, for the filters.
     pub typesize: u32,
     /// Nominal chunk size; 0 when chunks vary in size.
     pub chunksize: u64,
+    /// Number of chunks.
     pub nchunks: u64,
     /// Uncompressed bytes.
     pub nbytes: u64,
@@ -89,9 +104,11 @@ impl Info {
 
 /// A container, opened: its sources, chunk table and description.
 pub struct Index {
+    /// The files (or other sources) the chunks are read from.
     pub sources: Vec<Arc<dyn Source>>,
     /// Sorted by `uoff`, contiguous, covering `0..nbytes`.
     pub chunks: Vec<ChunkEntry>,
+    /// What the container says about itself.
     pub info: Info,
     /// The entries' sizes come from a fixed chunk size, not from the chunks
     /// (a frame with a short last chunk): each stored chunk's own size is

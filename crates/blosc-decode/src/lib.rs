@@ -1,34 +1,89 @@
 //! Read Blosc1, Blosc2 and Bloscpack containers as plain bytes, decoding
 //! only the blocks a read touches.
+//!
+//! A [`Container`] is any Blosc container opened: a Blosc1 or Blosc2 chunk,
+//! a Blosc2 frame (contiguous, or sparse: a directory), a b2nd array
+//! (presented as a `.npy` file), a Bloscpack file. [`open_path`] detects
+//! the kind by content; [`open_source`] opens one from any [`Source`] of
+//! bytes (a local file, memory, or a source of your own). Reads decode the
+//! blocks they touch into a cache shared by the containers of an [`Env`]
+//! and bounded in bytes; [`Container::info`] says what the container is.
+//!
+//! ```
+//! use blosc_decode::{io::MemSource, open_source, Env};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> blosc_decode::Result<()> {
+//! // A Blosc1 chunk holding its data as is (memcpyed), written out by hand.
+//! let data = b"hello, blosc";
+//! let n = data.len() as u32;
+//! let mut chunk = vec![2, 1, 0x02, 1]; // version, codec version, flags, typesize
+//! chunk.extend(n.to_le_bytes()); // uncompressed bytes
+//! chunk.extend(n.to_le_bytes()); // block size
+//! chunk.extend((16 + n).to_le_bytes()); // compressed bytes
+//! chunk.extend(data);
+//!
+//! let src = Arc::new(MemSource::new(chunk));
+//! let c = open_source(src, "hello.blosc".as_ref(), &Env::default())?.expect("a chunk");
+//! let mut out = vec![0; c.len() as usize];
+//! c.read_at(0, &mut out)?;
+//! assert_eq!(out, data);
+//! assert_eq!(c.info().nbytes, 12);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors ([`Error`]) name the file, chunk and block that failed and why; a
+//! malformed or truncated input is an error, never a panic.
 
 // A malformed file must give an error, never a panic: no `unwrap` outside
 // the unit tests (the checked reads of `bytes` make them unnecessary). Here
 // rather than in Cargo.toml, whose lint tables cannot tell tests apart.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
+#![warn(missing_docs)]
 
-pub mod ahead;
-pub(crate) mod bytes;
+// The API: opening containers, reading them, and what they say about
+// themselves.
 pub mod cache;
-pub mod codec;
 pub mod container;
-pub mod decode;
 pub mod deferred;
-pub mod describe;
 pub mod detect;
-pub mod dtype;
 pub mod error;
-pub mod filter;
-pub mod format;
 pub mod index;
 pub mod io;
+
+// The parts inside: public for the bloscfs daemon, the fuzz targets and
+// the tests, not part of the API (they change without notice).
+#[doc(hidden)]
+pub mod ahead;
+pub(crate) mod bytes;
+#[doc(hidden)]
+pub mod codec;
+#[doc(hidden)]
+pub mod decode;
+#[doc(hidden)]
+pub mod describe;
+#[doc(hidden)]
+pub mod dtype;
+#[doc(hidden)]
+pub mod filter;
+#[doc(hidden)]
+pub mod format;
+#[doc(hidden)]
 pub mod longpath;
+#[doc(hidden)]
 pub mod npy;
+#[doc(hidden)]
 pub mod open;
+#[doc(hidden)]
 pub mod report;
+#[doc(hidden)]
 pub mod sizes;
+#[doc(hidden)]
 pub mod srcdir;
 
 pub use container::{Container, Env};
 pub use deferred::Deferred;
-pub use detect::{open_path, open_path_with};
+pub use detect::{open_path, open_path_with, open_source, probe_path, Probe};
 pub use error::{Error, ErrorKind, Result};
+pub use io::Source;

@@ -9,8 +9,11 @@ use std::sync::Arc;
 /// counters, and options.
 #[derive(Clone)]
 pub struct Env {
+    /// The decoded-block cache.
     pub cache: Arc<BlockCache>,
+    /// Counters of what reads did.
     pub stats: Arc<Stats>,
+    /// The decode-ahead pool for sequential readers (off unless set up).
     pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,

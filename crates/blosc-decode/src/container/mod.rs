@@ -35,6 +35,23 @@ pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// An opened container: any byte range of its presented content, read with
+/// [`Container::read_at`], decodes only the blocks the range touches.
+///
+/// ```
+/// # fn main() -> blosc_decode::Result<()> {
+/// let path = std::path::Path::new(concat!(
+///     env!("CARGO_MANIFEST_DIR"),
+///     "/../../tests/data/frame/fixed-lz4.b2frame"
+/// ));
+/// let c = blosc_decode::open_path(path)?.expect("a Blosc2 frame");
+/// let mut head = vec![0u8; 16];
+/// c.read_at(0, &mut head)?;
+/// assert_eq!(c.info().format, "blosc2-frame");
+/// assert!(c.len() >= 16);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Container {
     id: u64,
     path: PathBuf,
@@ -60,6 +77,9 @@ pub struct Container {
 }
 
 impl Container {
+    /// A container of the chunks `index` describes, read from `path`'s
+    /// sources, sharing `env`'s cache and counters (see [`crate::open_path`]
+    /// for opening a file).
     pub fn new(path: &Path, index: Index, env: Env) -> Result<Container> {
         index.validate().map_err(|e| e.in_file(path))?;
         let n = index.chunks.len();
@@ -104,6 +124,7 @@ impl Container {
         self.layout(ci).ok()
     }
 
+    /// How the raw content is presented (as it is, or as a `.npy` file).
     pub fn view(&self) -> &View {
         &self.view
     }
@@ -117,9 +138,12 @@ impl Container {
     pub fn raw_len(&self) -> u64 {
         self.index.info.nbytes
     }
+    /// Is the presented content empty?
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// What the container says about itself (format, codec, sizes,
+    /// metalayers).
     pub fn info(&self) -> &Info {
         &self.index.info
     }
@@ -136,12 +160,16 @@ impl Container {
         self.index.sources.iter().any(|s| s.gone())
     }
 
+    /// The path it was opened from.
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// A number unique to this container in the process (its blocks' key in
+    /// the shared cache).
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// What it shares with other containers.
     pub fn env(&self) -> &Env {
         &self.env
     }

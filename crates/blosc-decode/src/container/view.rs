@@ -16,8 +16,12 @@ pub enum View {
     /// itself (`nd: None`, e.g. Bloscpack arrays) or remapped from b2nd chunks
     /// and blocks into C order.
     Npy {
+        /// The `.npy` header, padding included.
         header: Vec<u8>,
+        /// The b2nd chunk and block shapes to remap from (`None`: the raw
+        /// content is the array in the order stored).
         nd: Option<Box<NdLayout>>,
+        /// The dtype as `numpy.save` writes it.
         descr: String,
     },
 }

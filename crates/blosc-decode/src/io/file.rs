@@ -46,6 +46,8 @@ pub(crate) fn set_blocking(file: &File) {
     }
 }
 
+/// A local file read with positional reads, each checked to come from the
+/// version of the file that was opened ([`Stamp`]).
 pub struct FileSource {
     pub(super) file: File,
     pub(super) path: PathBuf,
@@ -64,14 +66,20 @@ pub struct FileSource {
 /// means other bytes (the file system keeps them for every file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Stamp {
+    /// Length in bytes.
     pub size: u64,
+    /// Modification time, in nanoseconds since the epoch.
     pub mtime_ns: i128,
+    /// Status change time, in nanoseconds since the epoch.
     pub ctime_ns: i128,
+    /// Inode number.
     pub ino: u64,
+    /// Device number.
     pub dev: u64,
 }
 
 impl Stamp {
+    /// The stamp of the file `md` describes.
     pub fn of(md: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
         Stamp {
@@ -96,6 +104,7 @@ impl Stamp {
 }
 
 impl FileSource {
+    /// Open the regular file at `path` (a fifo, socket or device is refused).
     pub fn open(path: &Path) -> Result<Self> {
         let (file, md) = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
         Ok(FileSource::opened(file, &md, path))

@@ -42,6 +42,7 @@ pub struct LazyFileSource {
 }
 
 impl LazyFileSource {
+    /// The file at `path`, opened on its first read.
     pub fn new(path: PathBuf) -> Self {
         LazyFileSource {
             path,

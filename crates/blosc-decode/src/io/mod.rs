@@ -82,9 +82,12 @@ impl Access {
     }
 }
 
+/// A source of bytes read by position: a local file, a chunk file of a
+/// sparse frame, memory. Containers read only through it.
 pub trait Source: Send + Sync {
     /// Length in bytes as known when the source was opened.
     fn len(&self) -> u64;
+    /// Is it empty?
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -162,6 +165,7 @@ pub fn read_vec(src: &dyn Source, offset: u64, len: u64) -> Result<Vec<u8>> {
 pub struct MemSource(pub Arc<[u8]>);
 
 impl MemSource {
+    /// A source of the bytes `data`.
     pub fn new(data: impl Into<Arc<[u8]>>) -> Self {
         MemSource(data.into())
     }
