@@ -3,8 +3,9 @@
 //! ready), signals (SIGINT/SIGTERM/SIGHUP unmount cleanly). The log is
 //! `crate::logging`; the mount table, `crate::mounts`.
 
-use crate::cli::parse_size;
-use crate::fs::{Fs, FsOptions};
+pub use crate::config::MountArgs;
+use crate::config::{parse_size, VERSION};
+use crate::fs::Fs;
 use crate::fuse::{self, BloscFuse};
 use crate::logging::init_logging;
 use crate::mounts::{check_nesting, mounted_at};
@@ -53,60 +54,11 @@ Options:
                          accepted for fstab and ignored
 ";
 
-#[derive(Debug, Clone)]
-pub struct MountArgs {
-    pub source: PathBuf,
-    pub mountpoint: PathBuf,
-    pub foreground: bool,
-    pub debug: bool,
-    pub cache_size: u64,
-    pub threads: usize,
-    pub readahead: u64,
-    pub decode_ahead: u64,
-    pub source_io: blosc_decode::io::Access,
-    pub verify: bool,
-    /// Serve extended attributes (`-o xattr`). Off, the kernel is told
-    /// once and asks no more.
-    pub xattr: bool,
-    pub allow_other: bool,
-    pub allow_root: bool,
-    pub default_permissions: bool,
-    pub auto_unmount: bool,
-    pub logfile: Option<PathBuf>,
-    pub fsname: Option<String>,
-    pub subtype: String,
-    /// Kernel flags passed on (nodev, noexec, ...).
-    pub flags: Vec<String>,
-}
-
 /// Parse the mount form. `Ok(None)`: help or version was printed.
 pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     let mut pos = Vec::new();
     let mut opts: Vec<String> = Vec::new();
-    let mut m = MountArgs {
-        source: PathBuf::new(),
-        mountpoint: PathBuf::new(),
-        foreground: false,
-        debug: false,
-        cache_size: 256 << 20,
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .max(2),
-        readahead: 1 << 20,
-        decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
-        source_io: blosc_decode::io::Access::Auto,
-        verify: true,
-        xattr: false,
-        allow_other: false,
-        allow_root: false,
-        default_permissions: false,
-        auto_unmount: false,
-        logfile: None,
-        fsname: None,
-        subtype: "bloscfs".into(),
-        flags: Vec::new(),
-    };
+    let mut m = MountArgs::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -115,7 +67,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
                 return Ok(None);
             }
             "-V" | "--version" => {
-                println!("bloscfs {}", crate::cli::VERSION);
+                println!("bloscfs {}", VERSION);
                 return Ok(None);
             }
             "-f" => m.foreground = true,
@@ -147,7 +99,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
         match k {
             "cache_size" => {
                 let v = need(k, v)?;
-                m.cache_size =
+                m.fs.cache_size =
                     parse_size(v).ok_or_else(|| format!("cache_size: not a size: {v}"))?;
             }
             "threads" => {
@@ -164,12 +116,12 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             }
             "decode_ahead" => {
                 let v = need(k, v)?;
-                m.decode_ahead =
+                m.fs.decode_ahead =
                     parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
             }
             "source_io" => {
                 let v = need(k, v)?;
-                m.source_io = blosc_decode::io::Access::parse(v)
+                m.fs.source_io = blosc_decode::io::Access::parse(v)
                     .ok_or_else(|| format!("source_io: not one of auto, buffered, direct: {v}"))?;
             }
             "allow_other" => {
@@ -178,8 +130,8 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             }
             "allow_root" => m.allow_root = true,
             "default_permissions" => m.default_permissions = true,
-            "verify_checksums" | "verify" => m.verify = true,
-            "noverify" | "noverify_checksums" => m.verify = false,
+            "verify_checksums" | "verify" => m.fs.verify_checksums = true,
+            "noverify" | "noverify_checksums" => m.fs.verify_checksums = false,
             "noxattr" => m.xattr = false,
             "xattr" => m.xattr = true,
             "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
@@ -375,15 +327,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         }
         1
     };
-    let fs = match Fs::new(
-        &m.source,
-        &FsOptions {
-            cache_size: m.cache_size,
-            verify_checksums: m.verify,
-            decode_ahead: m.decode_ahead,
-            source_io: m.source_io,
-        },
-    ) {
+    let fs = match Fs::new(&m.source, &m.fs) {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };
@@ -412,10 +356,10 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         let _ = ours.set((m.mountpoint.clone(), dev, fd));
     }
     set_readahead(&m.mountpoint, m.readahead);
-    if let Some(ram) = physical_memory().filter(|&r| m.cache_size > r) {
+    if let Some(ram) = physical_memory().filter(|&r| m.fs.cache_size > r) {
         log::warn!(
             "cache_size {} MiB is more than the physical memory ({} MiB): the cache may fill it and push the system into swap or the OOM killer",
-            m.cache_size >> 20,
+            m.fs.cache_size >> 20,
             ram >> 20
         );
     }
@@ -423,7 +367,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         "mounted {} on {} (cache {} MiB, {} threads)",
         m.source.display(),
         m.mountpoint.display(),
-        m.cache_size >> 20,
+        m.fs.cache_size >> 20,
         m.threads
     );
     // Deleted sources free their disk space once no descriptor holds them:

@@ -7,6 +7,7 @@
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. Everything else passes through.
 
+pub use crate::config::FsOptions;
 use crate::mounts::FuseMounts;
 use crate::names;
 use blosc_decode::cache::Stats;
@@ -37,6 +38,7 @@ mod xattr;
 use dirs::DirHandle;
 pub use dirs::DirItem;
 use open::Recent;
+pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
 
@@ -63,27 +65,6 @@ pub struct Attr {
     pub uid: u32,
     pub gid: u32,
     pub blksize: u32,
-}
-
-#[derive(Debug, Clone)]
-pub struct FsOptions {
-    pub cache_size: u64,
-    pub verify_checksums: bool,
-    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
-    pub decode_ahead: u64,
-    /// May block reads bypass the page cache (`O_DIRECT`)?
-    pub source_io: blosc_decode::io::Access,
-}
-
-impl Default for FsOptions {
-    fn default() -> Self {
-        FsOptions {
-            cache_size: 256 << 20,
-            verify_checksums: true,
-            decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
-            source_io: blosc_decode::io::Access::Auto,
-        }
-    }
 }
 
 /// What a source entry is presented as.
@@ -275,10 +256,7 @@ impl Fs {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        let mut env = Env::new(opts.cache_size);
-        env.verify_checksums = opts.verify_checksums;
-        env.decode_ahead = opts.decode_ahead;
-        env.source_io = opts.source_io;
+        let env = opts.env();
         let mut nodes = HashMap::new();
         nodes.insert(
             ROOT_INO,
