@@ -29,6 +29,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod dirs;
+mod handle;
 mod links;
 mod open;
 mod read;
@@ -37,6 +38,7 @@ mod xattr;
 
 use dirs::DirHandle;
 pub use dirs::DirItem;
+use handle::{ContainerHandle, Handle, PlainHandle};
 use open::Recent;
 pub use xattr::Statfs;
 
@@ -141,18 +143,6 @@ impl DirListing {
 /// this long (files rewritten in place do not change the directory; probes
 /// of unchanged files are cached, so a rebuild costs one stat per entry).
 const LISTING_TTL: Duration = Duration::from_secs(1);
-
-enum Handle {
-    /// An opened container, the file whose identity it was opened at, that
-    /// identity, and the inode it was opened for.
-    Container(Arc<Container>, PathBuf, Option<Stamp>, u64),
-    /// A file served as its raw bytes: its path and identity at open.
-    Plain {
-        file: File,
-        path: PathBuf,
-        stamp: Stamp,
-    },
-}
 
 pub struct Fs {
     root: PathBuf,

@@ -257,11 +257,11 @@ impl Fs {
                 if !same_file(&fmd, &md) {
                     return Err(libc::ESTALE);
                 }
-                Handle::Plain {
+                Handle::Plain(PlainHandle {
                     file,
                     path: path.clone(),
                     stamp: Stamp::of(&fmd),
-                }
+                })
             }
             What::Container(p) => {
                 // One that fails to open: listed as its probe says, and its
@@ -284,7 +284,12 @@ impl Fs {
                 } else {
                     path.clone()
                 };
-                Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
+                Handle::Container(ContainerHandle {
+                    container: c,
+                    stamp_path: sp,
+                    stamp: Self::stamp_of(&path, &md),
+                    ino,
+                })
             }
         };
         let attr = fresh;
