@@ -2,6 +2,84 @@
 
 use super::*;
 
+/// Open files and directories, by handle number.
+pub(super) struct Handles {
+    /// Open files, each with the attributes of its file as it was opened:
+    /// what `fstat` of it says once its source path is gone or names
+    /// another file.
+    files: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
+    /// Open directories.
+    dirs: Mutex<HashMap<u64, Arc<DirHandle>>>,
+    next_fh: AtomicU64,
+    /// Stamp of each inode at its last open: unchanged means the kernel may
+    /// keep its page cache.
+    last_open: Mutex<HashMap<u64, Stamp>>,
+}
+
+impl Handles {
+    pub(super) fn new() -> Handles {
+        Handles {
+            files: RwLock::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            last_open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn next(&self) -> u64 {
+        self.next_fh.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A new handle number for `h`, a file whose attributes are `attr`.
+    pub(super) fn add_file(&self, h: Handle, attr: Attr) -> u64 {
+        let fh = self.next();
+        self.files.write().insert(fh, (Arc::new(h), attr));
+        fh
+    }
+
+    pub(super) fn file(&self, fh: u64) -> Result<Arc<Handle>, i32> {
+        self.files
+            .read()
+            .get(&fh)
+            .map(|(h, _)| h.clone())
+            .ok_or(libc::EBADF)
+    }
+
+    /// The attributes file handle `fh` was opened with.
+    pub(super) fn attr(&self, fh: u64) -> Option<Attr> {
+        self.files.read().get(&fh).map(|(_, a)| a.clone())
+    }
+
+    pub(super) fn remove_file(&self, fh: u64) {
+        self.files.write().remove(&fh);
+    }
+
+    pub(super) fn add_dir(&self, h: DirHandle) -> u64 {
+        let fh = self.next();
+        self.dirs.lock().insert(fh, Arc::new(h));
+        fh
+    }
+
+    pub(super) fn dir(&self, fh: u64) -> Result<Arc<DirHandle>, i32> {
+        self.dirs.lock().get(&fh).cloned().ok_or(libc::EBADF)
+    }
+
+    pub(super) fn remove_dir(&self, fh: u64) {
+        self.dirs.lock().remove(&fh);
+    }
+
+    /// Note that `ino` is opened at `stamp`: whether it was at its last
+    /// open too (the kernel may keep its page cache).
+    pub(super) fn opened_unchanged(&self, ino: u64, stamp: Stamp) -> bool {
+        insert_capped(&mut self.last_open.lock(), ino, stamp) == Some(stamp)
+    }
+
+    /// `ino` is forgotten: its last open with it.
+    pub(super) fn forget_ino(&self, ino: u64) {
+        self.last_open.lock().remove(&ino);
+    }
+}
+
 /// An open file.
 pub(super) enum Handle {
     Container(ContainerHandle),

@@ -28,18 +28,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod containers;
 mod dirs;
 mod handle;
+mod inodes;
 mod links;
 mod open;
 mod read;
 mod tree;
 mod xattr;
 
+use containers::OpenContainers;
 use dirs::DirHandle;
 pub use dirs::DirItem;
-use handle::{ContainerHandle, Handle, PlainHandle};
-use open::Recent;
+use handle::{ContainerHandle, Handle, Handles, PlainHandle};
+use inodes::Inodes;
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
@@ -84,16 +87,6 @@ impl What {
     fn is_container(&self) -> bool {
         matches!(self, What::Container(_))
     }
-}
-
-struct Node {
-    /// Source path.
-    path: PathBuf,
-    parent: u64,
-    /// Lookups the kernel has not forgotten yet (`forget`): at zero the
-    /// node is dropped. (Inode numbers follow file identities, so every
-    /// file a churning source ever held would otherwise stay here.)
-    lookups: u64,
 }
 
 /// Most entries kept in each per-inode map that the kernel's `forget`
@@ -145,35 +138,19 @@ impl DirListing {
 const LISTING_TTL: Duration = Duration::from_secs(1);
 
 pub struct Fs {
-    root: PathBuf,
-    root_dev: u64,
     env: Env,
-    nodes: RwLock<HashMap<u64, Node>>,
+    inodes: Inodes,
     dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
     /// Probe results per source inode, valid while the stamp matches.
     probes: Mutex<HashMap<u64, (Stamp, Option<Probe>)>>,
-    /// Recently opened containers (bounded), with the stamp they were opened at.
-    containers: Mutex<Recent>,
-    /// Containers still held by open handles (shared by new opens).
-    live: Mutex<HashMap<u64, (Stamp, Weak<Container>)>>,
-    /// Stamp of each inode at its last open: unchanged means the kernel may
-    /// keep its page cache.
-    last_open: Mutex<HashMap<u64, Stamp>>,
-    /// Sources that look like containers but failed to open: listed as
-    /// their probe says, and their opens fail with `EIO` at once, while
-    /// their stamp is unchanged.
-    broken: Mutex<HashMap<u64, Stamp>>,
-    /// Open handles, each with the attributes of its file as it was opened:
-    /// what `fstat` of it says once its source path is gone or names
-    /// another file.
-    handles: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
-    /// Open directories.
-    dir_handles: Mutex<HashMap<u64, Arc<DirHandle>>>,
+    /// Open containers: kept, held by handles, or broken.
+    containers: OpenContainers,
+    /// Open files and directories.
+    handles: Handles,
     /// Listings built from the source (tests: how often a directory is read).
     listings_built: AtomicU64,
-    next_fh: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
-    logged: Mutex<HashSet<String>>,
+    warnings: Warnings,
     /// FUSE mounts inside the source: never looked into.
     fuse_mounts: FuseMounts,
 }
@@ -200,14 +177,6 @@ pub static ZEROS: std::sync::LazyLock<blosc_decode::cache::BlockBuf> =
         b
     });
 
-/// A 64-bit mixing function (splitmix64's finalizer): spreads a birth time
-/// over all the bits of an inode number.
-fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// `len` rounded up to a whole number of memory pages.
 fn round_to_page(len: u64) -> u64 {
     static PAGE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
@@ -225,6 +194,24 @@ fn set_len(buf: &mut Vec<u8>, n: usize) {
         buf.truncate(n);
     } else {
         buf.resize(n, 0);
+    }
+}
+
+/// Warnings already logged, by key.
+#[derive(Default)]
+struct Warnings(Mutex<HashSet<String>>);
+
+impl Warnings {
+    /// Log `msg` unless a warning with `key` was (repeated identical
+    /// errors do not flood).
+    fn once(&self, key: &str, msg: &str) {
+        let mut l = self.0.lock();
+        if l.len() >= 10_000 {
+            l.clear();
+        }
+        if l.insert(key.to_string()) {
+            log::warn!("{msg}");
+        }
     }
 }
 
@@ -247,34 +234,23 @@ impl Fs {
             ));
         }
         let env = opts.env();
-        let mut nodes = HashMap::new();
-        nodes.insert(
-            ROOT_INO,
-            Node {
-                path: root.clone(),
-                parent: ROOT_INO,
-                lookups: 1,
-            },
-        );
         let root_dev = std::fs::metadata(&root)?.dev();
         Ok(Fs {
             fuse_mounts: FuseMounts::new(&root),
-            root,
-            root_dev,
+            inodes: Inodes::new(root, root_dev),
             env,
-            nodes: RwLock::new(nodes),
             dirs: Mutex::new(HashMap::new()),
             probes: Mutex::new(HashMap::new()),
-            containers: Mutex::new(Recent::new()),
-            live: Mutex::new(HashMap::new()),
-            last_open: Mutex::new(HashMap::new()),
-            broken: Mutex::new(HashMap::new()),
-            handles: RwLock::new(HashMap::new()),
-            dir_handles: Mutex::new(HashMap::new()),
+            containers: OpenContainers::new(),
+            handles: Handles::new(),
             listings_built: AtomicU64::new(0),
-            next_fh: AtomicU64::new(1),
-            logged: Mutex::new(HashSet::new()),
+            warnings: Warnings::default(),
         })
+    }
+
+    /// Log a warning once per `key` (repeated identical errors do not flood).
+    fn warn_once(&self, key: &str, msg: &str) {
+        self.warnings.once(key, msg);
     }
 
     pub fn env(&self) -> &Env {
@@ -282,42 +258,15 @@ impl Fs {
     }
 
     pub fn source_root(&self) -> &Path {
-        &self.root
+        self.inodes.root()
     }
 
     fn path_of(&self, ino: u64) -> Result<PathBuf, i32> {
-        self.nodes
-            .read()
-            .get(&ino)
-            .map(|n| n.path.clone())
-            .ok_or(libc::ENOENT)
+        self.inodes.path_of(ino)
     }
 
-    /// Stable inode number of a source entry: its own inode number, mixed
-    /// with the device when it is not the root's and with its birth time
-    /// where the file system records one, and never 1. A source inode
-    /// number alone names another file once its file is deleted and the
-    /// number reused, while the kernel may still hold names (dentries)
-    /// leading to it: their requests would reach the new file. With the
-    /// birth time, the new file has another number here, and requests
-    /// through a stale name find their file gone or replaced
-    /// (`what_of`).
     fn ino_for(&self, md: &Metadata) -> u64 {
-        let mut ino = md.ino();
-        if md.dev() != self.root_dev {
-            ino ^= md.dev().rotate_left(48);
-        }
-        if let Ok(born) = md.created() {
-            let ns = born
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            ino ^= mix64(ns) & !(1 << 63);
-        }
-        if ino == ROOT_INO || ino == 0 {
-            ino ^= 1 << 62;
-        }
-        ino
+        self.inodes.ino_for(md)
     }
 
     /// The stamp that identifies a source's content: the file's own, or for

@@ -65,7 +65,7 @@ impl Fs {
     pub(super) fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
         match f() {
             Err(e) if exhausted(e) => {
-                let n = self.containers.lock().drop_idle(|_| true);
+                let n = self.containers.drop_idle(|_| true);
                 self.warn_once(
                     "fds-exhausted",
                     &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
@@ -363,9 +363,9 @@ impl Fs {
     /// fails), not an error.
     pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
         match self.getattr(ino) {
-            Err(e) if e == libc::ESTALE || e == libc::ENOENT => fh
-                .and_then(|fh| self.handles.read().get(&fh).map(|(_, a)| a.clone()))
-                .ok_or(e),
+            Err(e) if e == libc::ESTALE || e == libc::ENOENT => {
+                fh.and_then(|fh| self.handles.attr(fh)).ok_or(e)
+            }
             r => r,
         }
     }
@@ -377,37 +377,18 @@ impl Fs {
 
     /// Count a lookup of each (inode, path) found in directory `parent`.
     pub(super) fn looked_up_all(&self, found: Vec<(u64, PathBuf)>, parent: u64) {
-        let mut nodes = self.nodes.write();
-        for (ino, path) in found {
-            let n = nodes.entry(ino).or_insert_with(|| Node {
-                path: PathBuf::new(),
-                parent,
-                lookups: 0,
-            });
-            n.path = path;
-            n.parent = parent;
-            n.lookups += 1;
-        }
+        self.inodes.looked_up_all(found, parent);
     }
 
     /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
     pub fn forget(&self, ino: u64, n: u64) {
-        if ino == ROOT_INO {
-            return;
-        }
-        let mut nodes = self.nodes.write();
-        if let Some(node) = nodes.get_mut(&ino) {
-            node.lookups = node.lookups.saturating_sub(n);
-            if node.lookups == 0 {
-                nodes.remove(&ino);
-                drop(nodes);
-                self.last_open.lock().remove(&ino);
-            }
+        if self.inodes.forget(ino, n) {
+            self.handles.forget_ino(ino);
         }
     }
 
     /// How many inodes the kernel holds (tests: `forget` empties it).
     pub fn nodes_held(&self) -> usize {
-        self.nodes.read().len() - 1
+        self.inodes.held()
     }
 }

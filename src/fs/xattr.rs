@@ -101,8 +101,8 @@ impl Fs {
     /// Statistics of the source file system, as the mount presents them
     /// (nothing free: it is read-only).
     pub fn statfs(&self) -> Result<Statfs, i32> {
-        let c =
-            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+        let c = std::ffi::CString::new(self.inodes.root().as_os_str().as_bytes())
+            .map_err(|_| libc::EINVAL)?;
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
         // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
