@@ -127,7 +127,7 @@ impl Fs {
 
     /// How many listings were built from the source so far.
     pub fn listings_built(&self) -> u64 {
-        self.listings_built.load(Ordering::Relaxed)
+        self.listings.built()
     }
 
     /// Entries of directory `ino` (with `.` and `..`), read whole.

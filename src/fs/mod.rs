@@ -33,7 +33,9 @@ mod dirs;
 mod handle;
 mod inodes;
 mod links;
+mod listing;
 mod open;
+mod probe;
 mod read;
 mod tree;
 mod xattr;
@@ -43,6 +45,8 @@ use dirs::DirHandle;
 pub use dirs::DirItem;
 use handle::{ContainerHandle, Handle, Handles, PlainHandle};
 use inodes::Inodes;
+use listing::{DirListing, Listings};
+use probe::Probes;
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
@@ -112,43 +116,17 @@ pub struct DirEntry {
     pub name: OsString,
 }
 
-pub(super) struct DirListing {
-    stamp: Stamp,
-    /// (presented name, source name, what, source metadata), sorted by source name.
-    entries: Vec<(OsString, OsString, What, Metadata)>,
-    /// Indices of `entries` in the order of their presented names.
-    by_name: Vec<u32>,
-    built: Instant,
-}
-
-impl DirListing {
-    /// The entry presented as `name`.
-    fn find(&self, name: &OsStr) -> Option<&(OsString, OsString, What, Metadata)> {
-        let i = self
-            .by_name
-            .binary_search_by(|&i| self.entries[i as usize].0.as_os_str().cmp(name))
-            .ok()?;
-        Some(&self.entries[self.by_name[i] as usize])
-    }
-}
-
-/// A listing is rebuilt when its directory changes, and at the latest after
-/// this long (files rewritten in place do not change the directory; probes
-/// of unchanged files are cached, so a rebuild costs one stat per entry).
-const LISTING_TTL: Duration = Duration::from_secs(1);
-
 pub struct Fs {
     env: Env,
     inodes: Inodes,
-    dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
+    /// Directory listings, cached while their directory is unchanged.
+    listings: Listings,
     /// Probe results per source inode, valid while the stamp matches.
-    probes: Mutex<HashMap<u64, (Stamp, Option<Probe>)>>,
+    probes: Probes,
     /// Open containers: kept, held by handles, or broken.
     containers: OpenContainers,
     /// Open files and directories.
     handles: Handles,
-    /// Listings built from the source (tests: how often a directory is read).
-    listings_built: AtomicU64,
     /// Messages already logged, so repeated identical errors do not flood.
     warnings: Warnings,
     /// FUSE mounts inside the source: never looked into.
@@ -239,11 +217,10 @@ impl Fs {
             fuse_mounts: FuseMounts::new(&root),
             inodes: Inodes::new(root, root_dev),
             env,
-            dirs: Mutex::new(HashMap::new()),
-            probes: Mutex::new(HashMap::new()),
+            listings: Listings::default(),
+            probes: Probes::default(),
             containers: OpenContainers::new(),
             handles: Handles::new(),
-            listings_built: AtomicU64::new(0),
             warnings: Warnings::default(),
         })
     }
