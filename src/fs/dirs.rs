@@ -84,7 +84,8 @@ impl Fs {
         }
         let start = offset.saturating_sub(FIRST) as usize;
         let mut looked = Vec::new();
-        for (i, (presented, src, what, md)) in l.entries.iter().enumerate().skip(start) {
+        for (i, e) in l.entries.iter().enumerate().skip(start) {
+            let (presented, src, what, md) = (&e.shown, &e.source, &e.what, &e.md);
             let ino = self.ino_for(md);
             let path = plus.then(|| dir.join(src));
             let attr = path.as_ref().map(|p| self.attr_of(ino, what, md, p));

@@ -71,7 +71,12 @@ impl Fs {
             let known = self.inodes.holds(ino, dir);
             known.then_some(ino)
         };
-        let from = |l: &DirListing| l.entries.iter().find(|e| e.1 == name).map(|e| e.0.clone());
+        let from = |l: &DirListing| {
+            l.entries
+                .iter()
+                .find(|e| e.source == name)
+                .map(|e| e.shown.clone())
+        };
         if let Some(ino) = dir_ino {
             if let Ok((_, Some(l))) = self.cached_listing(ino, dir) {
                 return from(&l);

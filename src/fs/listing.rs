@@ -23,10 +23,21 @@ impl Listings {
     }
 }
 
+/// One entry of a listing.
+pub(super) struct Entry {
+    /// The name it is presented under.
+    pub(super) shown: OsString,
+    /// Its name in the source directory.
+    pub(super) source: OsString,
+    pub(super) what: What,
+    /// Its source metadata when the listing was built.
+    pub(super) md: Metadata,
+}
+
 pub(super) struct DirListing {
     stamp: Stamp,
-    /// (presented name, source name, what, source metadata), sorted by source name.
-    pub(super) entries: Vec<(OsString, OsString, What, Metadata)>,
+    /// Sorted by source name.
+    pub(super) entries: Vec<Entry>,
     /// Indices of `entries` in the order of their presented names.
     by_name: Vec<u32>,
     built: Instant,
@@ -34,10 +45,10 @@ pub(super) struct DirListing {
 
 impl DirListing {
     /// The entry presented as `name`.
-    pub(super) fn find(&self, name: &OsStr) -> Option<&(OsString, OsString, What, Metadata)> {
+    pub(super) fn find(&self, name: &OsStr) -> Option<&Entry> {
         let i = self
             .by_name
-            .binary_search_by(|&i| self.entries[i as usize].0.as_os_str().cmp(name))
+            .binary_search_by(|&i| self.entries[i as usize].shown.as_os_str().cmp(name))
             .ok()?;
         Some(&self.entries[self.by_name[i] as usize])
     }
@@ -107,10 +118,16 @@ impl Fs {
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
             .into_iter()
-            .map(|(p, n, (w, md))| (p, n, w, md))
+            .map(|(shown, source, (what, md))| Entry {
+                shown,
+                source,
+                what,
+                md,
+            })
             .collect();
         let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
-        by_name.sort_unstable_by(|&a, &b| entries[a as usize].0.cmp(&entries[b as usize].0));
+        by_name
+            .sort_unstable_by(|&a, &b| entries[a as usize].shown.cmp(&entries[b as usize].shown));
         let l = Arc::new(DirListing {
             stamp,
             built: Instant::now(),

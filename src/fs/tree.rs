@@ -72,7 +72,8 @@ impl Fs {
         }
         let dir = self.path_of(parent)?;
         let listed = |l: &DirListing| {
-            let (_, src, what, _) = l.find(name).ok_or(libc::ENOENT)?;
+            let e = l.find(name).ok_or(libc::ENOENT)?;
+            let (src, what) = (&e.source, &e.what);
             Ok((dir.join(src), Some(what.is_container())))
         };
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
