@@ -6,20 +6,7 @@ use blosc_decode::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Parse a size with an optional K/M/G/T suffix (powers of 1024).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
-        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
-        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
-}
+pub use crate::config::{parse_size, VERSION};
 
 fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     match open_path_with(path, env) {

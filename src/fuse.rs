@@ -1,7 +1,7 @@
 //! The thin adapter from `fuser` (the only file that names it) to `fs::Fs`.
 
+use crate::config::MountArgs;
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
-use crate::mount::MountArgs;
 use blosc_decode::srcdir::Caller;
 use blosc_decode::Deferred;
 use fuser::{
@@ -364,14 +364,7 @@ impl Filesystem for BloscFuse {
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
         match self.fs.statfs() {
             Ok(s) => reply.statfs(
-                s[0],
-                s[1],
-                s[2],
-                s[3],
-                s[4],
-                s[5] as u32,
-                s[6] as u32,
-                s[7] as u32,
+                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
             ),
             Err(e) => reply.error(err(e)),
         }

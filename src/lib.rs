@@ -4,6 +4,7 @@
 //! the presented tree.
 
 pub mod cli;
+pub mod config;
 pub mod fs;
 pub mod fuse;
 pub mod logging;

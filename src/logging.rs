@@ -1,8 +1,8 @@
 //! The daemon's log: stderr in the foreground (env_logger), syslog or a
 //! file when daemonized or asked for (`-o logfile=`).
 
+use crate::config::{MountArgs, VERSION};
 use crate::fuse;
-use crate::mount::MountArgs;
 use std::io::Write;
 
 /// A small logger: stderr in the foreground, syslog or a file when daemonized.
@@ -85,7 +85,7 @@ fn open_logfile(p: &std::path::Path) -> std::io::Result<std::fs::File> {
     let first = format!(
         "bloscfs[{}]: info: bloscfs {} logging\n",
         std::process::id(),
-        crate::cli::VERSION
+        VERSION
     );
     f.write_all(first.as_bytes())
         .map_err(|e| std::io::Error::new(e.kind(), format!("cannot be written: {e}")))?;

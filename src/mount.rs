@@ -3,8 +3,9 @@
 //! ready), signals (SIGINT/SIGTERM/SIGHUP unmount cleanly). The log is
 //! `crate::logging`; the mount table, `crate::mounts`.
 
-use crate::cli::parse_size;
-use crate::fs::{Fs, FsOptions};
+pub use crate::config::MountArgs;
+use crate::config::{parse_size, VERSION};
+use crate::fs::Fs;
 use crate::fuse::{self, BloscFuse};
 use crate::logging::init_logging;
 use crate::mounts::{check_nesting, mounted_at};
@@ -53,60 +54,11 @@ Options:
                          accepted for fstab and ignored
 ";
 
-#[derive(Debug, Clone)]
-pub struct MountArgs {
-    pub source: PathBuf,
-    pub mountpoint: PathBuf,
-    pub foreground: bool,
-    pub debug: bool,
-    pub cache_size: u64,
-    pub threads: usize,
-    pub readahead: u64,
-    pub decode_ahead: u64,
-    pub source_io: blosc_decode::io::Access,
-    pub verify: bool,
-    /// Serve extended attributes (`-o xattr`). Off, the kernel is told
-    /// once and asks no more.
-    pub xattr: bool,
-    pub allow_other: bool,
-    pub allow_root: bool,
-    pub default_permissions: bool,
-    pub auto_unmount: bool,
-    pub logfile: Option<PathBuf>,
-    pub fsname: Option<String>,
-    pub subtype: String,
-    /// Kernel flags passed on (nodev, noexec, ...).
-    pub flags: Vec<String>,
-}
-
 /// Parse the mount form. `Ok(None)`: help or version was printed.
 pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     let mut pos = Vec::new();
     let mut opts: Vec<String> = Vec::new();
-    let mut m = MountArgs {
-        source: PathBuf::new(),
-        mountpoint: PathBuf::new(),
-        foreground: false,
-        debug: false,
-        cache_size: 256 << 20,
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-            .max(2),
-        readahead: 1 << 20,
-        decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
-        source_io: blosc_decode::io::Access::Auto,
-        verify: true,
-        xattr: false,
-        allow_other: false,
-        allow_root: false,
-        default_permissions: false,
-        auto_unmount: false,
-        logfile: None,
-        fsname: None,
-        subtype: "bloscfs".into(),
-        flags: Vec::new(),
-    };
+    let mut m = MountArgs::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -115,7 +67,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
                 return Ok(None);
             }
             "-V" | "--version" => {
-                println!("bloscfs {}", crate::cli::VERSION);
+                println!("bloscfs {}", VERSION);
                 return Ok(None);
             }
             "-f" => m.foreground = true,
@@ -137,66 +89,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
         .flat_map(|o| o.split(','))
         .filter(|o| !o.is_empty())
     {
-        let (k, v) = match o.split_once('=') {
-            Some((k, v)) => (k, Some(v)),
-            None => (o, None),
-        };
-        fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, String> {
-            v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"))
-        }
-        match k {
-            "cache_size" => {
-                let v = need(k, v)?;
-                m.cache_size =
-                    parse_size(v).ok_or_else(|| format!("cache_size: not a size: {v}"))?;
-            }
-            "threads" => {
-                let v = need(k, v)?;
-                m.threads = v
-                    .parse()
-                    .ok()
-                    .filter(|&n: &usize| (1..=256).contains(&n))
-                    .ok_or_else(|| format!("threads: not a number from 1 to 256: {v}"))?;
-            }
-            "readahead" => {
-                let v = need(k, v)?;
-                m.readahead = parse_size(v).ok_or_else(|| format!("readahead: not a size: {v}"))?;
-            }
-            "decode_ahead" => {
-                let v = need(k, v)?;
-                m.decode_ahead =
-                    parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
-            }
-            "source_io" => {
-                let v = need(k, v)?;
-                m.source_io = blosc_decode::io::Access::parse(v)
-                    .ok_or_else(|| format!("source_io: not one of auto, buffered, direct: {v}"))?;
-            }
-            "allow_other" => {
-                m.allow_other = true;
-                m.default_permissions = true;
-            }
-            "allow_root" => m.allow_root = true,
-            "default_permissions" => m.default_permissions = true,
-            "verify_checksums" | "verify" => m.verify = true,
-            "noverify" | "noverify_checksums" => m.verify = false,
-            "noxattr" => m.xattr = false,
-            "xattr" => m.xattr = true,
-            "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
-            "fsname" => m.fsname = Some(need(k, v)?.to_string()),
-            "subtype" => m.subtype = need(k, v)?.to_string(),
-            "auto_unmount" => m.auto_unmount = true,
-            "debug" => {
-                m.debug = true;
-                m.foreground = true;
-            }
-            "ro" | "nodev" | "nosuid" | "noexec" | "noatime" | "dev" | "suid" | "exec"
-            | "atime" => m.flags.push(k.to_string()),
-            "rw" | "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "nofail"
-            | "_netdev" | "owner" | "comment" => {}
-            k if k.starts_with("x-") => {}
-            _ => return Err(format!("unknown mount option '{o}' (see bloscfs --help)")),
-        }
+        apply_option(&mut m, o)?;
     }
     if pos.len() != 2 {
         return Err(format!("expected SOURCE and MOUNTPOINT\n\n{USAGE}"));
@@ -204,6 +97,72 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     m.source = PathBuf::from(&pos[0]);
     m.mountpoint = PathBuf::from(&pos[1]);
     Ok(Some(m))
+}
+
+/// Apply mount option `o` (`key` or `key=value`) to `m`.
+fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
+    let (k, v) = match o.split_once('=') {
+        Some((k, v)) => (k, Some(v)),
+        None => (o, None),
+    };
+    fn need<'a>(k: &str, v: Option<&'a str>) -> Result<&'a str, String> {
+        v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"))
+    }
+    match k {
+        "cache_size" => {
+            let v = need(k, v)?;
+            m.fs.cache_size =
+                parse_size(v).ok_or_else(|| format!("cache_size: not a size: {v}"))?;
+        }
+        "threads" => {
+            let v = need(k, v)?;
+            m.threads = v
+                .parse()
+                .ok()
+                .filter(|&n: &usize| (1..=256).contains(&n))
+                .ok_or_else(|| format!("threads: not a number from 1 to 256: {v}"))?;
+        }
+        "readahead" => {
+            let v = need(k, v)?;
+            m.readahead = parse_size(v).ok_or_else(|| format!("readahead: not a size: {v}"))?;
+        }
+        "decode_ahead" => {
+            let v = need(k, v)?;
+            m.fs.decode_ahead =
+                parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
+        }
+        "source_io" => {
+            let v = need(k, v)?;
+            m.fs.source_io = blosc_decode::io::Access::parse(v)
+                .ok_or_else(|| format!("source_io: not one of auto, buffered, direct: {v}"))?;
+        }
+        "allow_other" => {
+            m.allow_other = true;
+            m.default_permissions = true;
+        }
+        "allow_root" => m.allow_root = true,
+        "default_permissions" => m.default_permissions = true,
+        "verify_checksums" | "verify" => m.fs.verify_checksums = true,
+        "noverify" | "noverify_checksums" => m.fs.verify_checksums = false,
+        "noxattr" => m.xattr = false,
+        "xattr" => m.xattr = true,
+        "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
+        "fsname" => m.fsname = Some(need(k, v)?.to_string()),
+        "subtype" => m.subtype = need(k, v)?.to_string(),
+        "auto_unmount" => m.auto_unmount = true,
+        "debug" => {
+            m.debug = true;
+            m.foreground = true;
+        }
+        "ro" | "nodev" | "nosuid" | "noexec" | "noatime" | "dev" | "suid" | "exec" | "atime" => {
+            m.flags.push(k.to_string())
+        }
+        "rw" | "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "nofail"
+        | "_netdev" | "owner" | "comment" => {}
+        k if k.starts_with("x-") => {}
+        _ => return Err(format!("unknown mount option '{o}' (see bloscfs --help)")),
+    }
+    Ok(())
 }
 
 /// Physical memory in bytes, if known.
@@ -302,6 +261,12 @@ pub fn main(args: &[String]) -> i32 {
         }
         return serve(&m, None);
     }
+    daemonize(&m)
+}
+
+/// Fork a daemon that mounts and serves; returns the exit code once
+/// the mount is ready or has failed.
+fn daemonize(m: &MountArgs) -> i32 {
     // Daemonize: the child mounts and tells the parent through a pipe.
     let mut fds = [0i32; 2];
     // Close-on-exec, so that helpers the child runs (fusermount3, which
@@ -326,12 +291,12 @@ pub fn main(args: &[String]) -> i32 {
                 libc::setsid();
             }
             let _ = std::env::set_current_dir("/");
-            if let Err(e) = init_logging(&m, true) {
+            if let Err(e) = init_logging(m, true) {
                 let mut w = std::fs::File::from(wr);
                 let _ = w.write_all(format!("E{e}").as_bytes());
                 std::process::exit(1);
             }
-            std::process::exit(serve(&m, Some(std::fs::File::from(wr))))
+            std::process::exit(serve(m, Some(std::fs::File::from(wr))))
         }
         _child => {
             drop(wr);
@@ -353,6 +318,72 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
+/// Deleted sources free their disk space once no descriptor holds them:
+/// every 2 s, close those of kept containers no handle uses.
+fn spawn_reaper(fs: &Arc<Fs>) {
+    let weak = Arc::downgrade(fs);
+    let _ = std::thread::Builder::new()
+        .name("bloscfs-reaper".into())
+        .spawn(move || loop {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            let Some(fs) = weak.upgrade() else { return };
+            let n = fs.release_deleted();
+            if n > 0 {
+                log::debug!("closed {n} containers whose source was deleted");
+            }
+        });
+}
+
+/// Unmount on SIGINT/SIGTERM/SIGHUP (the event loop then ends by itself),
+/// unless the connection of `/dev/fuse` descriptor `fd` is gone already.
+fn unmount_on_signals(
+    signals: std::io::Result<signal_hook::iterator::Signals>,
+    mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
+    fd: std::os::fd::RawFd,
+    mp: PathBuf,
+) {
+    match signals {
+        Ok(mut signals) => {
+            std::thread::spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    if !fuse::connected(fd) {
+                        // Unmounted already: the path may hold another mount now.
+                        log::info!("signal {sig}: {} is no longer mounted", mp.display());
+                        return;
+                    }
+                    log::info!("signal {sig}: unmounting {}", mp.display());
+                    if let Err(e) = unmount() {
+                        log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
+                        let _ = std::process::Command::new("fusermount3")
+                            .arg("-u")
+                            .arg("-z")
+                            .arg(&mp)
+                            .status();
+                    }
+                }
+            });
+        }
+        Err(e) => log::warn!("cannot catch signals: {e}"),
+    }
+}
+
+/// Detach from the terminal (the parent has its answer).
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&null);
+        // SAFETY: duplicating a valid fd onto the standard descriptors.
+        unsafe {
+            libc::dup2(fd, 0);
+            libc::dup2(fd, 1);
+            libc::dup2(fd, 2);
+        }
+    }
+}
+
 /// Mount and serve until unmounted. `ready` (daemon mode) gets "OK" once the
 /// mount is up, or "E<message>" on failure.
 fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
@@ -366,15 +397,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         }
         1
     };
-    let fs = match Fs::new(
-        &m.source,
-        &FsOptions {
-            cache_size: m.cache_size,
-            verify_checksums: m.verify,
-            decode_ahead: m.decode_ahead,
-            source_io: m.source_io,
-        },
-    ) {
+    let fs = match Fs::new(&m.source, &m.fs) {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };
@@ -403,10 +426,10 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         let _ = ours.set((m.mountpoint.clone(), dev, fd));
     }
     set_readahead(&m.mountpoint, m.readahead);
-    if let Some(ram) = physical_memory().filter(|&r| m.cache_size > r) {
+    if let Some(ram) = physical_memory().filter(|&r| m.fs.cache_size > r) {
         log::warn!(
             "cache_size {} MiB is more than the physical memory ({} MiB): the cache may fill it and push the system into swap or the OOM killer",
-            m.cache_size >> 20,
+            m.fs.cache_size >> 20,
             ram >> 20
         );
     }
@@ -414,65 +437,15 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         "mounted {} on {} (cache {} MiB, {} threads)",
         m.source.display(),
         m.mountpoint.display(),
-        m.cache_size >> 20,
+        m.fs.cache_size >> 20,
         m.threads
     );
-    // Deleted sources free their disk space once no descriptor holds them:
-    // every 2 s, close those of kept containers no handle uses.
-    let weak = Arc::downgrade(&fs);
-    let _ = std::thread::Builder::new()
-        .name("bloscfs-reaper".into())
-        .spawn(move || loop {
-            std::thread::sleep(std::time::Duration::from_secs(2));
-            let Some(fs) = weak.upgrade() else { return };
-            let n = fs.release_deleted();
-            if n > 0 {
-                log::debug!("closed {n} containers whose source was deleted");
-            }
-        });
-    // Unmount on SIGINT/SIGTERM/SIGHUP: the event loop then ends by itself.
-    let mut unmount = session.unmounter();
-    let mp = m.mountpoint.clone();
-    match signals {
-        Ok(mut signals) => {
-            std::thread::spawn(move || {
-                if let Some(sig) = signals.forever().next() {
-                    if !fuse::connected(fd) {
-                        // Unmounted already: the path may hold another mount now.
-                        log::info!("signal {sig}: {} is no longer mounted", mp.display());
-                        return;
-                    }
-                    log::info!("signal {sig}: unmounting {}", mp.display());
-                    if let Err(e) = unmount() {
-                        log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
-                        let _ = std::process::Command::new("fusermount3")
-                            .arg("-u")
-                            .arg("-z")
-                            .arg(&mp)
-                            .status();
-                    }
-                }
-            });
-        }
-        Err(e) => log::warn!("cannot catch signals: {e}"),
-    }
+    spawn_reaper(&fs);
+    unmount_on_signals(signals, session.unmounter(), fd, m.mountpoint.clone());
     if let Some(mut w) = ready {
         let _ = w.write_all(b"OK");
         drop(w);
-        // Detach from the terminal now that the parent has its answer.
-        if let Ok(null) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/null")
-        {
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&null);
-            // SAFETY: duplicating a valid fd onto the standard descriptors.
-            unsafe {
-                libc::dup2(fd, 0);
-                libc::dup2(fd, 1);
-                libc::dup2(fd, 2);
-            }
-        }
+        detach_stdio();
     }
     match session.run() {
         Ok(()) => {

@@ -36,17 +36,14 @@ impl Fs {
     /// Open directory `ino`: its listing is taken now.
     pub fn opendir(&self, ino: u64) -> Result<u64, i32> {
         let listing = self.listing(ino)?;
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        let h = DirHandle {
+        Ok(self.handles.add_dir(DirHandle {
             ino,
             listing: Mutex::new(listing),
-        };
-        self.dir_handles.lock().insert(fh, Arc::new(h));
-        Ok(fh)
+        }))
     }
 
     pub fn releasedir(&self, fh: u64) {
-        self.dir_handles.lock().remove(&fh);
+        self.handles.remove_dir(fh);
     }
 
     /// Entries of open directory `fh` from `offset` on, given to `add`
@@ -60,12 +57,7 @@ impl Fs {
         plus: bool,
         mut add: impl FnMut(DirItem) -> bool,
     ) -> Result<(), i32> {
-        let h = self
-            .dir_handles
-            .lock()
-            .get(&fh)
-            .cloned()
-            .ok_or(libc::EBADF)?;
+        let h = self.handles.dir(fh)?;
         let l = if offset == 0 {
             let fresh = self.listing(h.ino)?;
             *h.listing.lock() = fresh.clone();
@@ -74,7 +66,7 @@ impl Fs {
             h.listing.lock().clone()
         };
         let dir = self.path_of(h.ino)?;
-        let parent = self.nodes.read().get(&h.ino).map_or(ROOT_INO, |n| n.parent);
+        let parent = self.inodes.parent_of(h.ino);
         for (off, ino, name) in [(0, h.ino, "."), (1, parent, "..")] {
             if offset <= off {
                 let attr = plus.then(|| self.dot_attr(ino));
@@ -92,7 +84,8 @@ impl Fs {
         }
         let start = offset.saturating_sub(FIRST) as usize;
         let mut looked = Vec::new();
-        for (i, (presented, src, what, md)) in l.entries.iter().enumerate().skip(start) {
+        for (i, e) in l.entries.iter().enumerate().skip(start) {
+            let (presented, src, what, md) = (&e.shown, &e.source, &e.what, &e.md);
             let ino = self.ino_for(md);
             let path = plus.then(|| dir.join(src));
             let attr = path.as_ref().map(|p| self.attr_of(ino, what, md, p));
@@ -135,12 +128,12 @@ impl Fs {
 
     /// How many listings were built from the source so far.
     pub fn listings_built(&self) -> u64 {
-        self.listings_built.load(Ordering::Relaxed)
+        self.listings.built()
     }
 
     /// How many files were probed so far.
     pub fn probes_run(&self) -> u64 {
-        self.probes_run.load(Ordering::Relaxed)
+        self.probes.run()
     }
 
     /// Entries of directory `ino` (with `.` and `..`), read whole.

@@ -40,7 +40,7 @@ impl Fs {
         for c in parts {
             match c {
                 std::path::Component::CurDir => {}
-                std::path::Component::ParentDir if dir != self.root => {
+                std::path::Component::ParentDir if dir != self.inodes.root() => {
                     dir.pop();
                 }
                 // A directory, not a link (which the kernel would follow
@@ -64,14 +64,19 @@ impl Fs {
     /// from its cached listing if there is one, else from the few entries
     /// that could take the name it wants ([`names::resolve`]).
     fn presented_in(&self, dir: &Path, name: &OsStr) -> Option<OsString> {
-        let dir_ino = if dir == self.root {
+        let dir_ino = if dir == self.inodes.root() {
             Some(ROOT_INO)
         } else {
             let ino = self.ino_for(&longpath::symlink_metadata(dir).ok()?);
-            let known = self.nodes.read().get(&ino).is_some_and(|n| n.path == dir);
+            let known = self.inodes.holds(ino, dir);
             known.then_some(ino)
         };
-        let from = |l: &DirListing| l.entries.iter().find(|e| e.1 == name).map(|e| e.0.clone());
+        let from = |l: &DirListing| {
+            l.entries
+                .iter()
+                .find(|e| e.source == name)
+                .map(|e| e.shown.clone())
+        };
         if let Some(ino) = dir_ino {
             if let Ok((_, Some(l))) = self.cached_listing(ino, dir) {
                 return from(&l);

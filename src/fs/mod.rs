@@ -7,6 +7,7 @@
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. Everything else passes through.
 
+pub use crate::config::FsOptions;
 use crate::mounts::FuseMounts;
 use crate::names;
 use blosc_decode::cache::Stats;
@@ -26,16 +27,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod containers;
 mod dirs;
+mod handle;
+mod inodes;
 mod links;
+mod listing;
 mod open;
+mod probe;
 mod read;
 mod tree;
 mod xattr;
 
+use containers::OpenContainers;
 use dirs::DirHandle;
 pub use dirs::DirItem;
-use open::Recent;
+use handle::{ContainerHandle, Handle, Handles, PlainHandle};
+use inodes::Inodes;
+use listing::{DirListing, Listings};
+use probe::Probes;
+pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
 
@@ -64,27 +75,6 @@ pub struct Attr {
     pub blksize: u32,
 }
 
-#[derive(Debug, Clone)]
-pub struct FsOptions {
-    pub cache_size: u64,
-    pub verify_checksums: bool,
-    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
-    pub decode_ahead: u64,
-    /// May block reads bypass the page cache (`O_DIRECT`)?
-    pub source_io: blosc_decode::io::Access,
-}
-
-impl Default for FsOptions {
-    fn default() -> Self {
-        FsOptions {
-            cache_size: 256 << 20,
-            verify_checksums: true,
-            decode_ahead: blosc_decode::container::DEFAULT_DECODE_AHEAD,
-            source_io: blosc_decode::io::Access::Auto,
-        }
-    }
-}
-
 /// What a source entry is presented as.
 #[derive(Debug, Clone)]
 enum What {
@@ -100,16 +90,6 @@ impl What {
     fn is_container(&self) -> bool {
         matches!(self, What::Container(_))
     }
-}
-
-struct Node {
-    /// Source path.
-    path: PathBuf,
-    parent: u64,
-    /// Lookups the kernel has not forgotten yet (`forget`): at zero the
-    /// node is dropped. (Inode numbers follow file identities, so every
-    /// file a churning source ever held would otherwise stay here.)
-    lookups: u64,
 }
 
 /// Most entries kept in each per-inode map that the kernel's `forget`
@@ -135,75 +115,19 @@ pub struct DirEntry {
     pub name: OsString,
 }
 
-pub(super) struct DirListing {
-    stamp: Stamp,
-    /// (presented name, source name, what, source metadata), sorted by source name.
-    entries: Vec<(OsString, OsString, What, Metadata)>,
-    /// Indices of `entries` in the order of their presented names.
-    by_name: Vec<u32>,
-    built: Instant,
-}
-
-impl DirListing {
-    /// The entry presented as `name`.
-    fn find(&self, name: &OsStr) -> Option<&(OsString, OsString, What, Metadata)> {
-        let i = self
-            .by_name
-            .binary_search_by(|&i| self.entries[i as usize].0.as_os_str().cmp(name))
-            .ok()?;
-        Some(&self.entries[self.by_name[i] as usize])
-    }
-}
-
-/// A listing is rebuilt when its directory changes, and at the latest after
-/// this long (files rewritten in place do not change the directory; probes
-/// of unchanged files are cached, so a rebuild costs one stat per entry).
-const LISTING_TTL: Duration = Duration::from_secs(1);
-
-enum Handle {
-    /// An opened container, the file whose identity it was opened at, that
-    /// identity, and the inode it was opened for.
-    Container(Arc<Container>, PathBuf, Option<Stamp>, u64),
-    /// A file served as its raw bytes: its path and identity at open.
-    Plain {
-        file: File,
-        path: PathBuf,
-        stamp: Stamp,
-    },
-}
-
 pub struct Fs {
-    root: PathBuf,
-    root_dev: u64,
     env: Env,
-    nodes: RwLock<HashMap<u64, Node>>,
-    dirs: Mutex<HashMap<u64, Arc<DirListing>>>,
+    inodes: Inodes,
+    /// Directory listings, cached while their directory is unchanged.
+    listings: Listings,
     /// Probe results per source inode, valid while the stamp matches.
-    probes: Mutex<HashMap<u64, (Stamp, Option<Probe>)>>,
-    /// Recently opened containers (bounded), with the stamp they were opened at.
-    containers: Mutex<Recent>,
-    /// Containers still held by open handles (shared by new opens).
-    live: Mutex<HashMap<u64, (Stamp, Weak<Container>)>>,
-    /// Stamp of each inode at its last open: unchanged means the kernel may
-    /// keep its page cache.
-    last_open: Mutex<HashMap<u64, Stamp>>,
-    /// Sources that look like containers but failed to open: listed as
-    /// their probe says, and their opens fail with `EIO` at once, while
-    /// their stamp is unchanged.
-    broken: Mutex<HashMap<u64, Stamp>>,
-    /// Open handles, each with the attributes of its file as it was opened:
-    /// what `fstat` of it says once its source path is gone or names
-    /// another file.
-    handles: RwLock<HashMap<u64, (Arc<Handle>, Attr)>>,
-    /// Open directories.
-    dir_handles: Mutex<HashMap<u64, Arc<DirHandle>>>,
-    /// Listings built from the source (tests: how often a directory is read).
-    listings_built: AtomicU64,
-    /// Files probed (read to see whether they are containers).
-    probes_run: AtomicU64,
-    next_fh: AtomicU64,
+    probes: Probes,
+    /// Open containers: kept, held by handles, or broken.
+    containers: OpenContainers,
+    /// Open files and directories.
+    handles: Handles,
     /// Messages already logged, so repeated identical errors do not flood.
-    logged: Mutex<HashSet<String>>,
+    warnings: Warnings,
     /// FUSE mounts inside the source: never looked into.
     fuse_mounts: FuseMounts,
 }
@@ -230,14 +154,6 @@ pub static ZEROS: std::sync::LazyLock<blosc_decode::cache::BlockBuf> =
         b
     });
 
-/// A 64-bit mixing function (splitmix64's finalizer): spreads a birth time
-/// over all the bits of an inode number.
-fn mix64(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// `len` rounded up to a whole number of memory pages.
 fn round_to_page(len: u64) -> u64 {
     let page = io::page_size();
@@ -250,6 +166,24 @@ fn set_len(buf: &mut Vec<u8>, n: usize) {
         buf.truncate(n);
     } else {
         buf.resize(n, 0);
+    }
+}
+
+/// Warnings already logged, by key.
+#[derive(Default)]
+struct Warnings(Mutex<HashSet<String>>);
+
+impl Warnings {
+    /// Log `msg` unless a warning with `key` was (repeated identical
+    /// errors do not flood).
+    fn once(&self, key: &str, msg: &str) {
+        let mut l = self.0.lock();
+        if l.len() >= 10_000 {
+            l.clear();
+        }
+        if l.insert(key.to_string()) {
+            log::warn!("{msg}");
+        }
     }
 }
 
@@ -267,39 +201,23 @@ impl Fs {
                 format!("{} is not a directory", root.display()),
             ));
         }
-        let mut env = Env::new(opts.cache_size);
-        env.verify_checksums = opts.verify_checksums;
-        env.decode_ahead = opts.decode_ahead;
-        env.source_io = opts.source_io;
-        let mut nodes = HashMap::new();
-        nodes.insert(
-            ROOT_INO,
-            Node {
-                path: root.clone(),
-                parent: ROOT_INO,
-                lookups: 1,
-            },
-        );
+        let env = opts.env();
         let root_dev = std::fs::metadata(&root)?.dev();
         Ok(Fs {
             fuse_mounts: FuseMounts::new(&root),
-            root,
-            root_dev,
+            inodes: Inodes::new(root, root_dev),
             env,
-            nodes: RwLock::new(nodes),
-            dirs: Mutex::new(HashMap::new()),
-            probes: Mutex::new(HashMap::new()),
-            containers: Mutex::new(Recent::new()),
-            live: Mutex::new(HashMap::new()),
-            last_open: Mutex::new(HashMap::new()),
-            broken: Mutex::new(HashMap::new()),
-            handles: RwLock::new(HashMap::new()),
-            dir_handles: Mutex::new(HashMap::new()),
-            listings_built: AtomicU64::new(0),
-            probes_run: AtomicU64::new(0),
-            next_fh: AtomicU64::new(1),
-            logged: Mutex::new(HashSet::new()),
+            listings: Listings::default(),
+            probes: Probes::default(),
+            containers: OpenContainers::new(),
+            handles: Handles::new(),
+            warnings: Warnings::default(),
         })
+    }
+
+    /// Log a warning once per `key` (repeated identical errors do not flood).
+    fn warn_once(&self, key: &str, msg: &str) {
+        self.warnings.once(key, msg);
     }
 
     pub fn env(&self) -> &Env {
@@ -307,42 +225,15 @@ impl Fs {
     }
 
     pub fn source_root(&self) -> &Path {
-        &self.root
+        self.inodes.root()
     }
 
     fn path_of(&self, ino: u64) -> Result<PathBuf, i32> {
-        self.nodes
-            .read()
-            .get(&ino)
-            .map(|n| n.path.clone())
-            .ok_or(libc::ENOENT)
+        self.inodes.path_of(ino)
     }
 
-    /// Stable inode number of a source entry: its own inode number, mixed
-    /// with the device when it is not the root's and with its birth time
-    /// where the file system records one, and never 1. A source inode
-    /// number alone names another file once its file is deleted and the
-    /// number reused, while the kernel may still hold names (dentries)
-    /// leading to it: their requests would reach the new file. With the
-    /// birth time, the new file has another number here, and requests
-    /// through a stale name find their file gone or replaced
-    /// (`what_of`).
     fn ino_for(&self, md: &Metadata) -> u64 {
-        let mut ino = md.ino();
-        if md.dev() != self.root_dev {
-            ino ^= md.dev().rotate_left(48);
-        }
-        if let Ok(born) = md.created() {
-            let ns = born
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            ino ^= mix64(ns) & !(1 << 63);
-        }
-        if ino == ROOT_INO || ino == 0 {
-            ino ^= 1 << 62;
-        }
-        ino
+        self.inodes.ino_for(md)
     }
 
     /// The stamp that identifies a source's content: the file's own, or for

@@ -1,73 +1,13 @@
-//! Opening: kept containers (`Recent`), open and release of handles.
+//! Opening: containers (through the cache of open ones), and handles.
 
 use super::*;
-
-/// Opened containers kept without an open handle (each holds file
-/// descriptors): at most this many, and at most an eighth of the
-/// descriptor limit (a container holds up to two: its file, and the same
-/// file opened for direct reads), so the kept ones use at most a quarter.
-const CONTAINER_CACHE: usize = 256;
-/// ... and at most this much memory of chunk indexes between them (a frame
-/// may index 2^24 chunks, about 1.3 GB): the least recently used go first,
-/// and one index larger than this is kept only while a handle holds it.
-const CONTAINER_INDEX_BUDGET: usize = 64 << 20;
-
-/// Recently opened containers, bounded in count and in index memory.
-pub(super) struct Recent {
-    lru: lru::LruCache<u64, (Stamp, Arc<Container>)>,
-    bytes: usize,
-}
-
-impl Recent {
-    pub(super) fn new() -> Recent {
-        let cap = (io::fd_limit() / 8).clamp(4, CONTAINER_CACHE);
-        Recent {
-            lru: lru::LruCache::new(std::num::NonZeroUsize::new(cap).expect("nonzero")),
-            bytes: 0,
-        }
-    }
-    /// Drop the kept containers no open handle holds for which `drop`
-    /// says so (their descriptors close); how many went.
-    pub(super) fn drop_idle(&mut self, drop: impl Fn(&Container) -> bool) -> usize {
-        let idle: Vec<u64> = self
-            .lru
-            .iter()
-            .filter(|(_, (_, c))| Arc::strong_count(c) == 1 && drop(c))
-            .map(|(ino, _)| *ino)
-            .collect();
-        for ino in &idle {
-            self.pop(ino);
-        }
-        idle.len()
-    }
-    fn get(&mut self, ino: &u64) -> Option<&(Stamp, Arc<Container>)> {
-        self.lru.get(ino)
-    }
-    fn pop(&mut self, ino: &u64) {
-        if let Some((_, c)) = self.lru.pop(ino) {
-            self.bytes -= c.index_bytes();
-        }
-    }
-    fn put(&mut self, ino: u64, stamp: Stamp, c: Arc<Container>) {
-        self.bytes += c.index_bytes();
-        if let Some((_, (_, old))) = self.lru.push(ino, (stamp, c)) {
-            self.bytes -= old.index_bytes();
-        }
-        while self.bytes > CONTAINER_INDEX_BUDGET {
-            match self.lru.pop_lru() {
-                Some((_, (_, old))) => self.bytes -= old.index_bytes(),
-                None => break,
-            }
-        }
-    }
-}
 
 impl Fs {
     /// Close the descriptors of kept containers no handle holds whose
     /// source file was deleted (its disk space is freed only then); how
     /// many went. The mount calls this every few seconds.
     pub fn release_deleted(&self) -> usize {
-        self.containers.lock().drop_idle(|c| c.source_gone())
+        self.containers.drop_idle(|c| c.source_gone())
     }
 
     /// The container behind `ino`, opened (or reused while its source is
@@ -81,28 +21,10 @@ impl Fs {
         md: &Metadata,
     ) -> Result<Option<Arc<Container>>, i32> {
         let stamp = Self::stamp_of(path, md).ok_or(libc::ENOENT)?;
-        if self.broken.lock().get(&ino) == Some(&stamp) {
+        if self.containers.is_broken(ino, stamp) {
             return Ok(None);
         }
-        {
-            let mut cache = self.containers.lock();
-            match cache.get(&ino) {
-                Some((s, c)) if *s == stamp => return Ok(Some(c.clone())),
-                Some(_) => {
-                    // Changed underneath: drop the stale one.
-                    cache.pop(&ino);
-                }
-                None => {}
-            }
-        }
-        let live = self
-            .live
-            .lock()
-            .get(&ino)
-            .filter(|(s, _)| *s == stamp)
-            .and_then(|(_, w)| w.upgrade());
-        if let Some(c) = live {
-            self.containers.lock().put(ino, stamp, c.clone());
+        if let Some(c) = self.containers.get(ino, stamp) {
             return Ok(Some(c));
         }
         // Opening reads the index: done without any lock held.
@@ -142,12 +64,7 @@ impl Fs {
                 return Ok(None);
             }
         };
-        self.containers.lock().put(ino, stamp, c.clone());
-        let mut live = self.live.lock();
-        if live.len() >= 4 * CONTAINER_CACHE {
-            live.retain(|_, (_, w)| w.strong_count() > 0);
-        }
-        live.insert(ino, (stamp, Arc::downgrade(&c)));
+        self.containers.keep(ino, stamp, &c);
         Ok(Some(c))
     }
 
@@ -185,38 +102,16 @@ impl Fs {
     /// Drop `c` from the open containers kept for `ino` (not another one
     /// opened since), so the next open of `ino` opens it again.
     pub(super) fn forget_container(&self, ino: u64, c: &Arc<Container>) {
-        let mut cache = self.containers.lock();
-        if cache.get(&ino).is_some_and(|(_, k)| Arc::ptr_eq(k, c)) {
-            cache.pop(&ino);
-        }
-        drop(cache);
-        let mut live = self.live.lock();
-        if live
-            .get(&ino)
-            .is_some_and(|(_, w)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(c)))
-        {
-            live.remove(&ino);
-        }
+        self.containers.forget(ino, c);
     }
 
     /// `why` names the file and the reason.
     fn mark_broken(&self, ino: u64, stamp: Stamp, path: &Path, why: &str) {
-        insert_capped(&mut self.broken.lock(), ino, stamp);
+        self.containers.set_broken(ino, stamp);
         self.warn_once(
             &format!("broken:{}:{stamp:?}", path.display()),
             &format!("{why} (not opened as a container: opens fail with EIO until it changes)"),
         );
-    }
-
-    /// Log a warning once per `key` (repeated identical errors do not flood).
-    pub(super) fn warn_once(&self, key: &str, msg: &str) {
-        let mut l = self.logged.lock();
-        if l.len() >= 10_000 {
-            l.clear();
-        }
-        if l.insert(key.to_string()) {
-            log::warn!("{msg}");
-        }
     }
 
     /// Open `ino` for reading: returns a handle and whether the kernel may
@@ -257,11 +152,11 @@ impl Fs {
                 if !same_file(&fmd, &md) {
                     return Err(libc::ESTALE);
                 }
-                Handle::Plain {
+                Handle::Plain(PlainHandle {
                     file,
                     path: path.clone(),
                     stamp: Stamp::of(&fmd),
-                }
+                })
             }
             What::Container(p) => {
                 // One that fails to open: listed as its probe says, and its
@@ -284,16 +179,20 @@ impl Fs {
                 } else {
                     path.clone()
                 };
-                Handle::Container(c, sp, Self::stamp_of(&path, &md), ino)
+                Handle::Container(ContainerHandle {
+                    container: c,
+                    stamp_path: sp,
+                    stamp: Self::stamp_of(&path, &md),
+                    ino,
+                })
             }
         };
         let attr = fresh;
         let keep = match Self::stamp_of(&path, &md) {
-            Some(stamp) => insert_capped(&mut self.last_open.lock(), ino, stamp) == Some(stamp),
+            Some(stamp) => self.handles.opened_unchanged(ino, stamp),
             None => false,
         };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles.write().insert(fh, (Arc::new(h), attr));
+        let fh = self.handles.add_file(h, attr);
         Ok((fh, keep))
     }
 
@@ -325,79 +224,10 @@ impl Fs {
     }
 
     pub fn release(&self, fh: u64) {
-        self.handles.write().remove(&fh);
+        self.handles.remove_file(fh);
     }
 
     pub(super) fn handle(&self, fh: u64) -> Result<Arc<Handle>, i32> {
-        self.handles
-            .read()
-            .get(&fh)
-            .map(|(h, _)| h.clone())
-            .ok_or(libc::EBADF)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A container of `n` zero chunks of 1 KiB (an index and nothing else).
-    fn zeros_container(n: usize) -> Arc<Container> {
-        use blosc_decode::index::{ChunkEntry, ChunkLoc, Index, Info};
-        let chunks = (0..n as u64)
-            .map(|i| ChunkEntry {
-                chunk: i,
-                uoff: i * 1024,
-                ulen: 1024,
-                loc: ChunkLoc::Special {
-                    kind: blosc_decode::format::chunk::Special::Zeros,
-                    typesize: 1,
-                    value: Box::new([]),
-                },
-                checksum: None,
-            })
-            .collect();
-        let index = Index {
-            sources: Vec::new(),
-            chunks,
-            info: Info {
-                nbytes: n as u64 * 1024,
-                nchunks: n as u64,
-                ..Info::default()
-            },
-            sizes_assumed: false,
-        };
-        Arc::new(Container::new(Path::new("z"), index, Env::with_workers(1 << 20, 0)).unwrap())
-    }
-
-    /// Recently opened containers are bounded by the memory of their
-    /// indexes, least recently used out first; one index over the budget is
-    /// not kept at all.
-    #[test]
-    fn recent_containers_bounded_by_index_memory() {
-        let stamp = Stamp {
-            size: 0,
-            mtime_ns: 0,
-            ctime_ns: 0,
-            ino: 0,
-            dev: 0,
-        };
-        let mut r = Recent::new();
-        let one = zeros_container(100_000); // ~8 MB of index
-        let per = one.index_bytes();
-        assert!(per > 4 << 20);
-        let fit = CONTAINER_INDEX_BUDGET / per;
-        for ino in 0..fit as u64 + 3 {
-            r.put(ino, stamp, zeros_container(100_000));
-            assert!(r.bytes <= CONTAINER_INDEX_BUDGET);
-        }
-        assert_eq!(r.lru.len(), fit);
-        assert!(r.get(&0).is_none(), "the least recently used went first");
-        assert!(r.get(&(fit as u64 + 2)).is_some());
-        r.pop(&(fit as u64 + 2));
-        assert_eq!(r.bytes, (fit - 1) * per);
-        let huge = zeros_container(CONTAINER_INDEX_BUDGET / 80 + 1);
-        r.put(1000, stamp, huge);
-        assert!(r.bytes <= CONTAINER_INDEX_BUDGET && r.get(&1000).is_none());
+        self.handles.file(fh)
     }
 }

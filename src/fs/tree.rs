@@ -1,154 +1,8 @@
-//! The tree: probing sources, listings, lookups, attributes and inode lifetimes.
+//! The tree: lookups, attributes and inode lifetimes.
 
 use super::*;
 
 impl Fs {
-    /// Is this source a container? Cheap (the first bytes), cached per
-    /// (inode, size, mtime, ctime). A source that then fails to open stays
-    /// listed as its probe says (its opens fail): its name and size never
-    /// change while the file does not. Out of file descriptors (after
-    /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
-    /// is cached: the file is not taken for a plain one for good.
-    pub(super) fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
-        if md.is_file() && md.len() < detect::MIN_LEN {
-            return Ok(None);
-        }
-        let Some(stamp) = Self::stamp_of(path, md) else {
-            return Ok(None);
-        };
-        let key = self.ino_for(md);
-        if let Some((s, p)) = self.probes.lock().get(&key) {
-            if *s == stamp {
-                return Ok(p.clone());
-            }
-        }
-        self.probes_run.fetch_add(1, Ordering::Relaxed);
-        let probed = self.with_fds(|| match detect::probe_path(path) {
-            Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
-                Err(e.errno())
-            }
-            r => Ok(r),
-        })?;
-        let p = match probed {
-            Ok(p) => p,
-            // A file refused by the rules for links (`srcdir`), or a
-            // failing disk: worth a line.
-            Err(e) if e.kind == blosc_decode::ErrorKind::Io && e.errno == Some(libc::EIO) => {
-                self.warn_once(
-                    &format!("probe:{}:{stamp:?}", path.display()),
-                    &format!("{e} (not presented as a container)"),
-                );
-                None
-            }
-            Err(e)
-                if matches!(
-                    e.kind,
-                    blosc_decode::ErrorKind::Io | blosc_decode::ErrorKind::Changed
-                ) =>
-            {
-                log::debug!("{}: cannot probe: {e}", path.display());
-                None
-            }
-            Err(e) => {
-                self.warn_once(
-                    &format!("probe:{}:{stamp:?}", path.display()),
-                    &format!("{e} (looks like a Blosc container but is not readable as one: passed through as raw bytes)"),
-                );
-                None
-            }
-        };
-        insert_capped(&mut self.probes.lock(), key, (stamp, p.clone()));
-        Ok(p)
-    }
-
-    /// Run `f`; if it ran out of file descriptors, release those of idle
-    /// containers and run it once more.
-    pub(super) fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
-        match f() {
-            Err(e) if exhausted(e) => {
-                let n = self.containers.lock().drop_idle(|_| true);
-                self.warn_once(
-                    "fds-exhausted",
-                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
-                );
-                f()
-            }
-            r => r,
-        }
-    }
-
-    /// The presented listing of directory `ino` (cached until the source
-    /// directory changes).
-    pub(super) fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
-        let path = self.path_of(ino)?;
-        let (stamp, cached) = self.cached_listing(ino, &path)?;
-        if let Some(l) = cached {
-            return Ok(l);
-        }
-        // The stale listing goes before its successor is built: two of a
-        // large directory's listings would double the daemon's memory.
-        self.dirs.lock().remove(&ino);
-        self.listings_built.fetch_add(1, Ordering::Relaxed);
-        let mounts = self.fuse_mounts.inside();
-        let found = self.with_fds(|| {
-            let mut found = Vec::new();
-            for name in longpath::read_dir_names(&path).map_err(|e| errno_of(&e))? {
-                let name = name.map_err(|e| errno_of(&e))?;
-                // A FUSE mount point is not stat'ed, let alone listed.
-                if !mounts.iter().any(|m| path.join(&name).starts_with(m)) {
-                    found.push(name);
-                }
-            }
-            Ok(found)
-        })?;
-        // Probing reads the first bytes of every file: on a cold cache that is
-        // I/O-bound, so spread it over a few threads.
-        let workers = found.len().div_ceil(256).clamp(1, 8);
-        let per = found.len().div_ceil(workers).max(1);
-        let dir = &path;
-        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
-            let hs: Vec<_> = found
-                .chunks(per)
-                .map(|part| {
-                    sc.spawn(move || {
-                        let mut out = Vec::with_capacity(part.len());
-                        for name in part {
-                            let p = &dir.join(name);
-                            let Ok(md) = longpath::symlink_metadata(p) else {
-                                continue;
-                            };
-                            if !presented(&md) {
-                                continue;
-                            }
-                            let what = self.classify(p, &md)?;
-                            out.push((name.clone(), (what, md)));
-                        }
-                        Ok(out)
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
-                .collect()
-        });
-        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
-        raw.sort_by(|a, b| a.0.cmp(&b.0));
-        let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
-            .into_iter()
-            .map(|(p, n, (w, md))| (p, n, w, md))
-            .collect();
-        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
-        by_name.sort_unstable_by(|&a, &b| entries[a as usize].0.cmp(&entries[b as usize].0));
-        let l = Arc::new(DirListing {
-            stamp,
-            built: Instant::now(),
-            entries,
-            by_name,
-        });
-        self.dirs.lock().insert(ino, l.clone());
-        Ok(l)
-    }
-
     pub(super) fn attr_of(&self, ino: u64, what: &What, md: &Metadata, path: &Path) -> Attr {
         let (kind, size, blocks, perm) = match what {
             What::Dir => (Kind::Dir, md.len(), md.blocks(), (md.mode() & 0o555) as u16),
@@ -205,25 +59,6 @@ impl Fs {
         }
     }
 
-    /// The listing of directory `ino` at `path` if one is cached and still
-    /// valid, with the directory's current stamp.
-    pub(super) fn cached_listing(
-        &self,
-        ino: u64,
-        path: &Path,
-    ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
-        // A directory renamed or replaced since the kernel looked it up
-        // under this path: its names must not be looked up in whatever
-        // directory holds the path now.
-        let dmd = self.source_md(ino, path)?;
-        let stamp = Stamp::of(&dmd);
-        let l = self.dirs.lock().get(&ino).cloned();
-        Ok((
-            stamp,
-            l.filter(|l| l.stamp == stamp && l.built.elapsed() < LISTING_TTL),
-        ))
-    }
-
     /// The source path presented as `name` in directory `parent`, and
     /// whether the listing it came from saw a container there (`None`: not
     /// from a listing). Without a valid listing at hand only the few source
@@ -237,7 +72,8 @@ impl Fs {
         }
         let dir = self.path_of(parent)?;
         let listed = |l: &DirListing| {
-            let (_, src, what, _) = l.find(name).ok_or(libc::ENOENT)?;
+            let e = l.find(name).ok_or(libc::ENOENT)?;
+            let (src, what) = (&e.source, &e.what);
             Ok((dir.join(src), Some(what.is_container())))
         };
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
@@ -282,7 +118,7 @@ impl Fs {
             let md = match longpath::symlink_metadata(&path) {
                 Ok(md) => md,
                 Err(_) if attempt == 0 => {
-                    self.dirs.lock().remove(&parent);
+                    self.listings.remove(parent);
                     continue;
                 }
                 Err(e) => return Err(errno_of(&e)),
@@ -290,7 +126,7 @@ impl Fs {
             let what = self.classify(&path, &md)?;
             if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
                 // Became (or stopped being) a container in place: names change.
-                self.dirs.lock().remove(&parent);
+                self.listings.remove(parent);
                 continue;
             }
             let ino = self.ino_for(&md);
@@ -299,24 +135,6 @@ impl Fs {
             return Ok(attr);
         }
         Err(libc::ENOENT)
-    }
-
-    /// What a source entry is presented as.
-    /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
-    pub(super) fn classify(&self, path: &Path, md: &Metadata) -> Result<What, i32> {
-        Ok(if md.file_type().is_symlink() {
-            What::Symlink
-        } else if md.is_dir() {
-            match self.probe(path, md)? {
-                Some(p) => What::Container(p),
-                None => What::Dir,
-            }
-        } else {
-            match self.probe(path, md)? {
-                Some(p) => What::Container(p),
-                None => What::Plain,
-            }
-        })
     }
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
@@ -339,7 +157,7 @@ impl Fs {
     /// a hard-linked file under its name that is left.
     /// A path at or below a FUSE mount inside the source is not looked at
     /// (`ESTALE`: the kernel looks the name up again, and does not find it).
-    fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
+    pub(super) fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
         if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
             return Err(libc::ESTALE);
         }
@@ -364,9 +182,9 @@ impl Fs {
     /// fails), not an error.
     pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
         match self.getattr(ino) {
-            Err(e) if e == libc::ESTALE || e == libc::ENOENT => fh
-                .and_then(|fh| self.handles.read().get(&fh).map(|(_, a)| a.clone()))
-                .ok_or(e),
+            Err(e) if e == libc::ESTALE || e == libc::ENOENT => {
+                fh.and_then(|fh| self.handles.attr(fh)).ok_or(e)
+            }
             r => r,
         }
     }
@@ -378,37 +196,18 @@ impl Fs {
 
     /// Count a lookup of each (inode, path) found in directory `parent`.
     pub(super) fn looked_up_all(&self, found: Vec<(u64, PathBuf)>, parent: u64) {
-        let mut nodes = self.nodes.write();
-        for (ino, path) in found {
-            let n = nodes.entry(ino).or_insert_with(|| Node {
-                path: PathBuf::new(),
-                parent,
-                lookups: 0,
-            });
-            n.path = path;
-            n.parent = parent;
-            n.lookups += 1;
-        }
+        self.inodes.looked_up_all(found, parent);
     }
 
     /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
     pub fn forget(&self, ino: u64, n: u64) {
-        if ino == ROOT_INO {
-            return;
-        }
-        let mut nodes = self.nodes.write();
-        if let Some(node) = nodes.get_mut(&ino) {
-            node.lookups = node.lookups.saturating_sub(n);
-            if node.lookups == 0 {
-                nodes.remove(&ino);
-                drop(nodes);
-                self.last_open.lock().remove(&ino);
-            }
+        if self.inodes.forget(ino, n) {
+            self.handles.forget_ino(ino);
         }
     }
 
     /// How many inodes the kernel holds (tests: `forget` empties it).
     pub fn nodes_held(&self) -> usize {
-        self.nodes.read().len() - 1
+        self.inodes.held()
     }
 }

@@ -2,6 +2,24 @@
 
 use super::*;
 
+/// What `statfs` answers (`statvfs(3)` fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statfs {
+    /// Size of the file system in `frsize` units.
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    /// Inodes.
+    pub files: u64,
+    pub ffree: u64,
+    /// Preferred I/O block size.
+    pub bsize: u32,
+    /// Longest file name.
+    pub namelen: u32,
+    /// Fragment size: the unit of `blocks`.
+    pub frsize: u32,
+}
+
 impl Fs {
     /// Extended attributes of `ino` (name, value).
     pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, i32> {
@@ -69,10 +87,11 @@ impl Fs {
         Ok(v)
     }
 
-    /// (blocks, bfree, bavail, files, ffree, bsize, namelen, frsize) of the source file system.
-    pub fn statfs(&self) -> Result<[u64; 8], i32> {
-        let c =
-            std::ffi::CString::new(self.root.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
+    /// Statistics of the source file system, as the mount presents them
+    /// (nothing free: it is read-only).
+    pub fn statfs(&self) -> Result<Statfs, i32> {
+        let c = std::ffi::CString::new(self.inodes.root().as_os_str().as_bytes())
+            .map_err(|_| libc::EINVAL)?;
         // SAFETY: statvfs is a plain C struct of integers, for which all
         // zero bytes is a valid value.
         let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -80,15 +99,15 @@ impl Fs {
         if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
             return Err(io::last_errno());
         }
-        Ok([
-            s.f_blocks,
-            0,
-            0,
-            s.f_files,
-            0,
-            s.f_bsize,
-            s.f_namemax,
-            s.f_frsize,
-        ])
+        Ok(Statfs {
+            blocks: s.f_blocks,
+            bfree: 0,
+            bavail: 0,
+            files: s.f_files,
+            ffree: 0,
+            bsize: s.f_bsize as u32,
+            namelen: s.f_namemax as u32,
+            frsize: s.f_frsize as u32,
+        })
     }
 }

@@ -53,8 +53,12 @@ impl Env {
 /// where CPUs outnumber the requests in flight and codecs are slow.
 pub const DEFAULT_DECODE_AHEAD: u64 = 0;
 
+/// Default bound of the decoded-block cache (bytes): the daemon's
+/// `-o cache_size` default and [`Env::default`]'s.
+pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
+
 impl Default for Env {
     fn default() -> Self {
-        Env::new(256 << 20)
+        Env::new(DEFAULT_CACHE_SIZE)
     }
 }

@@ -30,7 +30,7 @@ mod policy;
 mod table;
 mod view;
 
-pub use env::{Env, DEFAULT_DECODE_AHEAD};
+pub use env::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
 pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -1,0 +1,112 @@
+//! What the daemon is told, with every default in one place: the options
+//! of the presented tree ([`FsOptions`], which make the decoder's
+//! [`Env`]) and of the mount ([`MountArgs`], which holds them). The
+//! command line (`crate::mount::parse`) fills these; `fs`, `fuse` and
+//! `logging` read them. A leaf module: it imports none of the others.
+
+use blosc_decode::container::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
+use blosc_decode::io::Access;
+use std::path::PathBuf;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Parse a size with an optional K/M/G/T suffix (powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        't' | 'T' => (&s[..s.len() - 1], 1 << 40),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Options of the presented tree: what its decoder is set up with.
+#[derive(Debug, Clone)]
+pub struct FsOptions {
+    /// Bound of the decoded-block cache (bytes).
+    pub cache_size: u64,
+    /// Verify Bloscpack chunk checksums on first read.
+    pub verify_checksums: bool,
+    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
+    pub decode_ahead: u64,
+    /// May block reads bypass the page cache (`O_DIRECT`)?
+    pub source_io: Access,
+}
+
+impl Default for FsOptions {
+    fn default() -> Self {
+        FsOptions {
+            cache_size: DEFAULT_CACHE_SIZE,
+            verify_checksums: true,
+            decode_ahead: DEFAULT_DECODE_AHEAD,
+            source_io: Access::Auto,
+        }
+    }
+}
+
+impl FsOptions {
+    /// The decoder's environment these options describe (its cache and
+    /// decode-ahead pool are made here).
+    pub fn env(&self) -> Env {
+        let mut env = Env::new(self.cache_size);
+        env.verify_checksums = self.verify_checksums;
+        env.decode_ahead = self.decode_ahead;
+        env.source_io = self.source_io;
+        env
+    }
+}
+
+/// The mount form's arguments: the tree's options and the mount's own.
+#[derive(Debug, Clone)]
+pub struct MountArgs {
+    pub source: PathBuf,
+    pub mountpoint: PathBuf,
+    pub foreground: bool,
+    pub debug: bool,
+    /// The presented tree's options (`cache_size`, `verify_checksums`,
+    /// `decode_ahead`, `source_io`).
+    pub fs: FsOptions,
+    pub threads: usize,
+    pub readahead: u64,
+    /// Serve extended attributes (`-o xattr`). Off, the kernel is told
+    /// once and asks no more.
+    pub xattr: bool,
+    pub allow_other: bool,
+    pub allow_root: bool,
+    pub default_permissions: bool,
+    pub auto_unmount: bool,
+    pub logfile: Option<PathBuf>,
+    pub fsname: Option<String>,
+    pub subtype: String,
+    /// Kernel flags passed on (nodev, noexec, ...).
+    pub flags: Vec<String>,
+}
+
+impl Default for MountArgs {
+    fn default() -> Self {
+        MountArgs {
+            source: PathBuf::new(),
+            mountpoint: PathBuf::new(),
+            foreground: false,
+            debug: false,
+            fs: FsOptions::default(),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .max(2),
+            readahead: 1 << 20,
+            xattr: false,
+            allow_other: false,
+            allow_root: false,
+            default_permissions: false,
+            auto_unmount: false,
+            logfile: None,
+            fsname: None,
+            subtype: "bloscfs".into(),
+            flags: Vec::new(),
+        }
+    }
+}

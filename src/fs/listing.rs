@@ -1,0 +1,159 @@
+//! Listings: the presented entries of a source directory, built by
+//! reading and probing it, cached until it changes.
+
+use super::*;
+
+/// The listings built, per directory inode.
+#[derive(Default)]
+pub(super) struct Listings {
+    map: Mutex<HashMap<u64, Arc<DirListing>>>,
+    /// Listings built from the source (tests: how often a directory is read).
+    built: AtomicU64,
+}
+
+impl Listings {
+    /// Drop the listing of `ino` (the next one is built afresh).
+    pub(super) fn remove(&self, ino: u64) {
+        self.map.lock().remove(&ino);
+    }
+
+    /// How many listings were built from the source so far.
+    pub(super) fn built(&self) -> u64 {
+        self.built.load(Ordering::Relaxed)
+    }
+}
+
+/// One entry of a listing.
+pub(super) struct Entry {
+    /// The name it is presented under.
+    pub(super) shown: OsString,
+    /// Its name in the source directory.
+    pub(super) source: OsString,
+    pub(super) what: What,
+    /// Its source metadata when the listing was built.
+    pub(super) md: Metadata,
+}
+
+pub(super) struct DirListing {
+    stamp: Stamp,
+    /// Sorted by source name.
+    pub(super) entries: Vec<Entry>,
+    /// Indices of `entries` in the order of their presented names.
+    by_name: Vec<u32>,
+    built: Instant,
+}
+
+impl DirListing {
+    /// The entry presented as `name`.
+    pub(super) fn find(&self, name: &OsStr) -> Option<&Entry> {
+        let i = self
+            .by_name
+            .binary_search_by(|&i| self.entries[i as usize].shown.as_os_str().cmp(name))
+            .ok()?;
+        Some(&self.entries[self.by_name[i] as usize])
+    }
+}
+
+/// A listing is rebuilt when its directory changes, and at the latest after
+/// this long (files rewritten in place do not change the directory; probes
+/// of unchanged files are cached, so a rebuild costs one stat per entry).
+const LISTING_TTL: Duration = Duration::from_secs(1);
+
+impl Fs {
+    /// The presented listing of directory `ino` (cached until the source
+    /// directory changes).
+    pub(super) fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
+        let path = self.path_of(ino)?;
+        let (stamp, cached) = self.cached_listing(ino, &path)?;
+        if let Some(l) = cached {
+            return Ok(l);
+        }
+        // The stale listing goes before its successor is built: two of a
+        // large directory's listings would double the daemon's memory.
+        self.listings.remove(ino);
+        self.listings.built.fetch_add(1, Ordering::Relaxed);
+        let mounts = self.fuse_mounts.inside();
+        let found = self.with_fds(|| {
+            let mut found = Vec::new();
+            for name in longpath::read_dir_names(&path).map_err(|e| errno_of(&e))? {
+                let name = name.map_err(|e| errno_of(&e))?;
+                // A FUSE mount point is not stat'ed, let alone listed.
+                if !mounts.iter().any(|m| path.join(&name).starts_with(m)) {
+                    found.push(name);
+                }
+            }
+            Ok(found)
+        })?;
+        // Probing reads the first bytes of every file: on a cold cache that is
+        // I/O-bound, so spread it over a few threads.
+        let workers = found.len().div_ceil(256).clamp(1, 8);
+        let per = found.len().div_ceil(workers).max(1);
+        let dir = &path;
+        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
+            let hs: Vec<_> = found
+                .chunks(per)
+                .map(|part| {
+                    sc.spawn(move || {
+                        let mut out = Vec::with_capacity(part.len());
+                        for name in part {
+                            let p = &dir.join(name);
+                            let Ok(md) = longpath::symlink_metadata(p) else {
+                                continue;
+                            };
+                            if !presented(&md) {
+                                continue;
+                            }
+                            let what = self.classify(p, &md)?;
+                            out.push((name.clone(), (what, md)));
+                        }
+                        Ok(out)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
+                .collect()
+        });
+        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
+        raw.sort_by(|a, b| a.0.cmp(&b.0));
+        let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
+            .into_iter()
+            .map(|(shown, source, (what, md))| Entry {
+                shown,
+                source,
+                what,
+                md,
+            })
+            .collect();
+        let mut by_name: Vec<u32> = (0..entries.len() as u32).collect();
+        by_name
+            .sort_unstable_by(|&a, &b| entries[a as usize].shown.cmp(&entries[b as usize].shown));
+        let l = Arc::new(DirListing {
+            stamp,
+            built: Instant::now(),
+            entries,
+            by_name,
+        });
+        self.listings.map.lock().insert(ino, l.clone());
+        Ok(l)
+    }
+
+    /// The listing of directory `ino` at `path` if one is cached and still
+    /// valid, with the directory's current stamp.
+    pub(super) fn cached_listing(
+        &self,
+        ino: u64,
+        path: &Path,
+    ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
+        // A directory renamed or replaced since the kernel looked it up
+        // under this path: its names must not be looked up in whatever
+        // directory holds the path now.
+        let dmd = self.source_md(ino, path)?;
+        let stamp = Stamp::of(&dmd);
+        let l = self.listings.map.lock().get(&ino).cloned();
+        Ok((
+            stamp,
+            l.filter(|l| l.stamp == stamp && l.built.elapsed() < LISTING_TTL),
+        ))
+    }
+}
