@@ -22,20 +22,31 @@ fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
 pub const CAT_USAGE: &str =
     "usage: bloscfs cat [--offset N] [--length N] [--raw] [--no-verify] FILE";
 
-/// `bloscfs cat`: write uncompressed bytes to stdout.
-pub fn cmd_cat(args: &[String]) -> Result<(), String> {
+/// What `bloscfs cat` was asked for.
+struct CatArgs {
+    file: PathBuf,
+    offset: u64,
+    length: Option<u64>,
+    verify: bool,
+    raw: bool,
+}
+
+/// Parse `cat`'s arguments (`Ok(None)`: help was printed).
+fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
     let mut offset = 0u64;
     let mut length: Option<u64> = None;
     let mut file: Option<PathBuf> = None;
     let mut verify = true;
     let mut raw = false;
     let mut it = args.iter();
+    let size =
+        |name: &str, v: &str| parse_size(v).ok_or_else(|| format!("{name}: not a size: {v}"));
     while let Some(a) = it.next() {
         let mut value = |name: &str| -> Result<u64, String> {
             let v = it
                 .next()
                 .ok_or_else(|| format!("{name} needs a value\n{CAT_USAGE}"))?;
-            parse_size(v).ok_or_else(|| format!("{name}: not a size: {v}"))
+            size(name, v)
         };
         match a.as_str() {
             "--offset" | "-o" => offset = value("--offset")?,
@@ -48,18 +59,10 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
                      --raw: for arrays, the stored chunk content instead of the .npy file.\n\
                      --no-verify: do not verify Bloscpack checksums."
                 );
-                return Ok(());
+                return Ok(None);
             }
-            s if s.starts_with("--offset=") => {
-                offset = parse_size(&s[9..])
-                    .ok_or_else(|| format!("--offset: not a size: {}", &s[9..]))?
-            }
-            s if s.starts_with("--length=") => {
-                length = Some(
-                    parse_size(&s[9..])
-                        .ok_or_else(|| format!("--length: not a size: {}", &s[9..]))?,
-                )
-            }
+            s if s.starts_with("--offset=") => offset = size("--offset", &s[9..])?,
+            s if s.starts_with("--length=") => length = Some(size("--length", &s[9..])?),
             s if s.starts_with('-') && s.len() > 1 => {
                 return Err(format!("unknown option {s}\n{CAT_USAGE}"))
             }
@@ -71,31 +74,50 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
         }
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{CAT_USAGE}"))?;
+    Ok(Some(CatArgs {
+        file,
+        offset,
+        length,
+        verify,
+        raw,
+    }))
+}
+
+/// `bloscfs cat`: write uncompressed bytes to stdout.
+pub fn cmd_cat(args: &[String]) -> Result<(), String> {
+    let Some(a) = parse_cat(args)? else {
+        return Ok(());
+    };
     // Windows are decoded on all CPUs below: no decode-ahead pool.
     let mut env = Env::with_workers(64 << 20, 0);
-    env.verify_checksums = verify;
-    let mut c = open_or_fail(&file, &env)?;
-    if raw {
+    env.verify_checksums = a.verify;
+    let mut c = open_or_fail(&a.file, &env)?;
+    if a.raw {
         c = c
             .with_view(blosc_decode::container::View::Raw)
             .map_err(|e| e.to_string())?;
     }
-    let end = match length {
-        Some(l) => offset.saturating_add(l).min(c.len()),
+    let end = match a.length {
+        Some(l) => a.offset.saturating_add(l).min(c.len()),
         None => c.len(),
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    // Decode windows on all CPUs, write them in order. Worker k decodes
-    // windows k, k + threads, ... for the whole run (its scratch buffers
-    // live as long as it does) into one of two buffers it owns: one is
-    // being written while the next is decoded.
+    write_range(&c, a.offset.min(end), end, &mut out)?;
+    out.flush().map_err(|e| format!("writing stdout: {e}"))
+}
+
+/// Write bytes `start..end` of `c` to `out`, decoding windows on all CPUs
+/// and writing them in order. Worker k decodes windows k, k + threads, ...
+/// for the whole run (its scratch buffers live as long as it does) into one
+/// of two buffers it owns: one is being written while the next is decoded.
+/// A reader that goes away (a broken pipe) ends it quietly.
+fn write_range(c: &Container, start: u64, end: u64, out: &mut impl Write) -> Result<(), String> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
     let win = 4u64 << 20;
-    let start = offset.min(end);
     let windows = (end - start).div_ceil(win);
     type Done = (Vec<u8>, Result<usize, Error>);
     std::thread::scope(|sc| -> Result<(), String> {
@@ -106,7 +128,6 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
             for _ in 0..2 {
                 let _ = free_tx.send(Vec::new());
             }
-            let c = &c;
             sc.spawn(move || {
                 for w in (k..windows).step_by(threads) {
                     let Ok(mut b) = free_rx.recv() else { return };
@@ -139,9 +160,7 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
             let _ = free.send(b);
         }
         Ok(())
-    })?;
-    out.flush().map_err(|e| format!("writing stdout: {e}"))?;
-    Ok(())
+    })
 }
 
 pub const INFO_USAGE: &str = "usage: bloscfs info [--chunks] FILE";

@@ -35,6 +35,9 @@ fn chunk_header(src: &dyn Source, at: u64) -> Result<ChunkHeader> {
     ChunkHeader::parse(&h)
 }
 
+/// Open a Bloscpack file: its header, metadata, offsets and checksums.
+/// (A parser: it reads the file's sections in order, each checked before
+/// the next is trusted, which one function shows best.)
 pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let s = src.as_ref();
     let h: Header = bp::parse_header(&read_vec(s, 0, bp::HEADER_LEN as u64)?)?;

@@ -184,7 +184,8 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
 /// chunk size (the last chunk short); with variable sizes C-Blosc2 cannot
 /// reopen such a frame at all (it divides by the chunk size 0), so we take
 /// what the frame's nbytes leaves for it when it is the only special chunk,
-/// and give a clear error otherwise.
+/// and give a clear error otherwise. (A parser of the offsets index, each
+/// entry checked as it comes: one loop, kept whole.)
 fn build_chunks(
     h: &FrameHeader,
     offs: &Offsets,
