@@ -164,11 +164,11 @@ impl PlainHandle {
             size,
             paged,
         } = r;
-        let md = f.metadata().map_err(|e| errno_of(&e))?;
+        let md = Meta::from(&f.metadata().map_err(|e| errno_of(&e))?);
         if !fs.raw_view_holds(path, &md, self.stamp) {
             return Err(fs.changed_while_open(path, "may now be presented as a container"));
         }
-        let len = md.len();
+        let len = md.len;
         if r.past_end(len) {
             return stale(fs, path, len);
         }
@@ -214,8 +214,8 @@ impl ContainerHandle {
         let ReadReq { offset, size, .. } = r;
         // A source rewritten or truncated under an open handle: EIO
         // (reopen to see the new content), never old offsets over new bytes.
-        match longpath::metadata(sp) {
-            Ok(m) if Some(Stamp::of(&m)) == self.stamp => {}
+        match fs.tree.stat_follow(sp) {
+            Ok(m) if Some(m.stamp()) == self.stamp => {}
             _ => return Err(fs.changed_while_open(sp, "")),
         }
         let len = c.len();
