@@ -1,6 +1,7 @@
 //! The source tree as the presented tree sees it: list a directory, stat an
-//! entry, read a link, probe and open an entry. [`Fs`] reaches the source
-//! only through [`SourceTree`]; [`LocalTree`], a local directory, is its
+//! entry, read a link, probe and open an entry. [`super::Fs`] reaches the
+//! source only through [`SourceTree`] (a plain file is read through the
+//! `File` the tree opened); [`LocalTree`], a local directory, is its
 //! implementation. What only a local tree has (sparse frames opened through
 //! a directory descriptor, `O_NOFOLLOW` and fifo refusal, paths longer than
 //! `PATH_MAX`) stays inside [`LocalTree`].
