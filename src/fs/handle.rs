@@ -101,7 +101,7 @@ pub(super) struct ContainerHandle {
 
 /// A file served as its raw bytes.
 pub(super) struct PlainHandle {
-    pub(super) file: File,
+    pub(super) file: Box<dyn RawFile>,
     pub(super) path: PathBuf,
     /// The file's identity at open.
     pub(super) stamp: Stamp,
@@ -164,7 +164,7 @@ impl PlainHandle {
             size,
             paged,
         } = r;
-        let md = Meta::from(&f.metadata().map_err(|e| errno_of(&e))?);
+        let md = f.meta().map_err(|e| errno_of(&e))?;
         if !fs.raw_view_holds(path, &md, self.stamp) {
             return Err(fs.changed_while_open(path, "may now be presented as a container"));
         }
@@ -191,14 +191,7 @@ impl PlainHandle {
     }
 
     fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.file);
-        // SAFETY: `fd` is the open descriptor this handle owns.
-        let r = unsafe { libc::lseek(fd, offset, whence) };
-        if r < 0 {
-            Err(io::last_errno())
-        } else {
-            Ok(r)
-        }
+        self.file.lseek(offset, whence)
     }
 }
 

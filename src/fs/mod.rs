@@ -17,9 +17,7 @@ use blosc_decode::srcdir::Caller;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::fs::File;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -45,7 +43,7 @@ use handle::{ContainerHandle, Handle, Handles, PlainHandle};
 use inodes::Inodes;
 use listing::{DirListing, Listings};
 use probe::Probes;
-pub use source_tree::{EntryKind, LocalTree, Meta, SourceTree, Time};
+pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;

@@ -1,7 +1,7 @@
 //! The source tree as the presented tree sees it: list a directory, stat an
 //! entry, read a link, probe and open an entry. [`super::Fs`] reaches the
-//! source only through [`SourceTree`] (a plain file is read through the
-//! `File` the tree opened); [`LocalTree`], a local directory, is its
+//! source only through [`SourceTree`] (and a plain file through the
+//! [`RawFile`] the tree opened); [`LocalTree`], a local directory, is its
 //! implementation. What only a local tree has (sparse frames opened through
 //! a directory descriptor, `O_NOFOLLOW` and fifo refusal, paths longer than
 //! `PATH_MAX`) stays inside [`LocalTree`].
@@ -125,6 +125,38 @@ impl From<&Metadata> for Meta {
     }
 }
 
+/// A plain file of the source, open: read as its raw bytes.
+pub trait RawFile: Send + Sync {
+    /// Its metadata now.
+    fn meta(&self) -> std::io::Result<Meta>;
+    /// Read into `buf` from `offset`; fewer bytes at its end.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
+    /// `lseek(2)` (`SEEK_DATA` and `SEEK_HOLE` included), as an errno on
+    /// failure.
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32>;
+}
+
+impl RawFile for File {
+    fn meta(&self) -> std::io::Result<Meta> {
+        self.metadata().map(|m| Meta::from(&m))
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(self);
+        // SAFETY: `fd` is the open descriptor `self` owns.
+        let r = unsafe { libc::lseek(fd, offset, whence) };
+        if r < 0 {
+            Err(io::last_errno())
+        } else {
+            Ok(r)
+        }
+    }
+}
+
 /// The source tree: everything the presented tree does to its source.
 /// Paths are full paths under [`SourceTree::root`].
 pub trait SourceTree: Send + Sync {
@@ -155,7 +187,7 @@ pub trait SourceTree: Send + Sync {
     ) -> blosc_decode::Result<Option<Container>>;
     /// Open the regular file at `path` for reading as raw bytes, with its
     /// metadata as opened (the caller checks it is the file it looked up).
-    fn open_plain(&self, path: &Path) -> std::io::Result<(File, Meta)>;
+    fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)>;
     /// A directory container's permission bits (no wider than those of
     /// every file it reads) and blocks used, or `(0, 0)` when the directory
     /// at `path` is not the one `meta` describes.
@@ -258,8 +290,9 @@ impl SourceTree for LocalTree {
         detect::open_source(src, path, env)
     }
 
-    fn open_plain(&self, path: &Path) -> std::io::Result<(File, Meta)> {
-        io::open_regular(path).map(|(f, m)| (f, Meta::from(&m)))
+    fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
+        let (f, m) = io::open_regular(path)?;
+        Ok((Box::new(f), Meta::from(&m)))
     }
 
     fn dir_container_access(&self, path: &Path, meta: &Meta) -> (u16, u64) {

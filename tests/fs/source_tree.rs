@@ -4,12 +4,11 @@
 use crate::common;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
-use bloscfs::fs::{Filled, Fs, FsOptions, LocalTree, Meta, SourceTree, Statfs, ROOT_INO};
+use bloscfs::fs::{Filled, Fs, FsOptions, LocalTree, Meta, RawFile, SourceTree, Statfs, ROOT_INO};
 use common::*;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,7 +78,7 @@ impl SourceTree for Counting {
         self.note("open_container", path);
         self.inner.open_container(path, meta, env)
     }
-    fn open_plain(&self, path: &Path) -> std::io::Result<(File, Meta)> {
+    fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
         self.note("open_plain", path);
         self.inner.open_plain(path)
     }
