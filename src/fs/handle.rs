@@ -101,7 +101,7 @@ pub(super) struct ContainerHandle {
 
 /// A file served as its raw bytes.
 pub(super) struct PlainHandle {
-    pub(super) file: File,
+    pub(super) file: Box<dyn RawFile>,
     pub(super) path: PathBuf,
     /// The file's identity at open.
     pub(super) stamp: Stamp,
@@ -164,11 +164,11 @@ impl PlainHandle {
             size,
             paged,
         } = r;
-        let md = f.metadata().map_err(|e| errno_of(&e))?;
+        let md = f.meta().map_err(|e| errno_of(&e))?;
         if !fs.raw_view_holds(path, &md, self.stamp) {
             return Err(fs.changed_while_open(path, "may now be presented as a container"));
         }
-        let len = md.len();
+        let len = md.len;
         if r.past_end(len) {
             return stale(fs, path, len);
         }
@@ -191,14 +191,7 @@ impl PlainHandle {
     }
 
     fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.file);
-        // SAFETY: `fd` is the open descriptor this handle owns.
-        let r = unsafe { libc::lseek(fd, offset, whence) };
-        if r < 0 {
-            Err(io::last_errno())
-        } else {
-            Ok(r)
-        }
+        self.file.lseek(offset, whence)
     }
 }
 
@@ -214,8 +207,8 @@ impl ContainerHandle {
         let ReadReq { offset, size, .. } = r;
         // A source rewritten or truncated under an open handle: EIO
         // (reopen to see the new content), never old offsets over new bytes.
-        match longpath::metadata(sp) {
-            Ok(m) if Some(Stamp::of(&m)) == self.stamp => {}
+        match fs.tree.stat_follow(sp) {
+            Ok(m) if Some(m.stamp()) == self.stamp => {}
             _ => return Err(fs.changed_while_open(sp, "")),
         }
         let len = c.len();

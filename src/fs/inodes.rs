@@ -71,12 +71,12 @@ impl Inodes {
     /// birth time, the new file has another number here, and requests
     /// through a stale name find their file gone or replaced
     /// (`Fs::what_of`).
-    pub(super) fn ino_for(&self, md: &Metadata) -> u64 {
-        let mut ino = md.ino();
-        if md.dev() != self.root_dev {
-            ino ^= md.dev().rotate_left(48);
+    pub(super) fn ino_for(&self, md: &Meta) -> u64 {
+        let mut ino = md.ino;
+        if md.dev != self.root_dev {
+            ino ^= md.dev.rotate_left(48);
         }
-        if let Ok(born) = md.created() {
+        if let Some(born) = md.born {
             let ns = born
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)

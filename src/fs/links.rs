@@ -8,10 +8,12 @@ impl Fs {
     /// component rewritten to that name (the link would dangle otherwise).
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
         let path = self.path_of(ino)?;
-        if self.fuse_mounts.blocks(&path) {
+        if self.tree.hides(&path) {
             return Err(libc::ESTALE);
         }
-        let target = longpath::read_link(&path)
+        let target = self
+            .tree
+            .read_link(&path)
             .map(|t| t.into_os_string().into_vec())
             .map_err(|e| errno_of(&e))?;
         Ok(self.presented_target(&path, &target).unwrap_or(target))
@@ -47,8 +49,8 @@ impl Fs {
                 // elsewhere, `..` included).
                 std::path::Component::Normal(n) => {
                     dir.push(n);
-                    let md = longpath::symlink_metadata(&dir).ok()?;
-                    if !md.is_dir() || self.fuse_mounts.blocks(&dir) {
+                    let md = self.tree.stat(&dir).ok()?;
+                    if !md.is_dir() || self.tree.hides(&dir) {
                         return None;
                     }
                 }
@@ -67,7 +69,7 @@ impl Fs {
         let dir_ino = if dir == self.inodes.root() {
             Some(ROOT_INO)
         } else {
-            let ino = self.ino_for(&longpath::symlink_metadata(dir).ok()?);
+            let ino = self.ino_for(&self.tree.stat(dir).ok()?);
             let known = self.inodes.holds(ino, dir);
             known.then_some(ino)
         };
@@ -97,10 +99,10 @@ impl Fs {
     /// How naming sees the source entry at `p` (`None`: absent, not
     /// presented, or not classified).
     fn naming_at(&self, p: &Path) -> Option<names::Naming> {
-        if self.fuse_mounts.blocks(p) {
+        if self.tree.hides(p) {
             return None;
         }
-        let md = longpath::symlink_metadata(p).ok()?;
+        let md = self.tree.stat(p).ok()?;
         if !presented(&md) {
             return None;
         }

@@ -31,7 +31,7 @@ pub(super) struct Entry {
     pub(super) source: OsString,
     pub(super) what: What,
     /// Its source metadata when the listing was built.
-    pub(super) md: Metadata,
+    pub(super) md: Meta,
 }
 
 pub(super) struct DirListing {
@@ -72,18 +72,7 @@ impl Fs {
         // large directory's listings would double the daemon's memory.
         self.listings.remove(ino);
         self.listings.built.fetch_add(1, Ordering::Relaxed);
-        let mounts = self.fuse_mounts.inside();
-        let found = self.with_fds(|| {
-            let mut found = Vec::new();
-            for name in longpath::read_dir_names(&path).map_err(|e| errno_of(&e))? {
-                let name = name.map_err(|e| errno_of(&e))?;
-                // A FUSE mount point is not stat'ed, let alone listed.
-                if !mounts.iter().any(|m| path.join(&name).starts_with(m)) {
-                    found.push(name);
-                }
-            }
-            Ok(found)
-        })?;
+        let found = self.with_fds(|| self.tree.list(&path).map_err(|e| errno_of(&e)))?;
         // Probing reads the first bytes of every file: on a cold cache that is
         // I/O-bound, so spread it over a few threads.
         let workers = found.len().div_ceil(256).clamp(1, 8);
@@ -97,7 +86,7 @@ impl Fs {
                         let mut out = Vec::with_capacity(part.len());
                         for name in part {
                             let p = &dir.join(name);
-                            let Ok(md) = longpath::symlink_metadata(p) else {
+                            let Ok(md) = self.tree.stat(p) else {
                                 continue;
                             };
                             if !presented(&md) {
@@ -114,7 +103,7 @@ impl Fs {
                 .map(|h| h.join().unwrap_or(Err(libc::EIO)))
                 .collect()
         });
-        let mut raw: Vec<(OsString, (What, Metadata))> = raw?.into_iter().flatten().collect();
+        let mut raw: Vec<(OsString, (What, Meta))> = raw?.into_iter().flatten().collect();
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
             .into_iter()
@@ -149,7 +138,7 @@ impl Fs {
         // under this path: its names must not be looked up in whatever
         // directory holds the path now.
         let dmd = self.source_md(ino, path)?;
-        let stamp = Stamp::of(&dmd);
+        let stamp = dmd.stamp();
         let l = self.listings.map.lock().get(&ino).cloned();
         Ok((
             stamp,

@@ -8,20 +8,16 @@
 //! would collide keeps its source name. Everything else passes through.
 
 pub use crate::config::FsOptions;
-use crate::mounts::FuseMounts;
 use crate::names;
 use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{self, errno_of, Stamp};
-use blosc_decode::longpath;
-use blosc_decode::srcdir::{Caller, SourceDir};
+use blosc_decode::srcdir::Caller;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
-use std::fs::{File, Metadata};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -36,6 +32,7 @@ mod listing;
 mod open;
 mod probe;
 mod read;
+mod source_tree;
 mod tree;
 mod xattr;
 
@@ -46,6 +43,7 @@ use handle::{ContainerHandle, Handle, Handles, PlainHandle};
 use inodes::Inodes;
 use listing::{DirListing, Listings};
 use probe::Probes;
+pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
@@ -117,6 +115,8 @@ pub struct DirEntry {
 
 pub struct Fs {
     env: Env,
+    /// The source: every look at it goes through this.
+    tree: Arc<dyn SourceTree>,
     inodes: Inodes,
     /// Directory listings, cached while their directory is unchanged.
     listings: Listings,
@@ -128,8 +128,6 @@ pub struct Fs {
     handles: Handles,
     /// Messages already logged, so repeated identical errors do not flood.
     warnings: Warnings,
-    /// FUSE mounts inside the source: never looked into.
-    fuse_mounts: FuseMounts,
 }
 
 /// What `Fs::read_into` produced.
@@ -201,10 +199,16 @@ impl Fs {
                 format!("{} is not a directory", root.display()),
             ));
         }
+        Fs::with_tree(Arc::new(LocalTree::new(root)), opts)
+    }
+
+    /// The presented tree of `tree`.
+    pub fn with_tree(tree: Arc<dyn SourceTree>, opts: &FsOptions) -> std::io::Result<Fs> {
+        let root = tree.root().to_path_buf();
         let env = opts.env();
-        let root_dev = std::fs::metadata(&root)?.dev();
+        let root_dev = tree.stat_follow(&root)?.dev;
         Ok(Fs {
-            fuse_mounts: FuseMounts::new(&root),
+            tree,
             inodes: Inodes::new(root, root_dev),
             env,
             listings: Listings::default(),
@@ -232,32 +236,28 @@ impl Fs {
         self.inodes.path_of(ino)
     }
 
-    fn ino_for(&self, md: &Metadata) -> u64 {
+    fn ino_for(&self, md: &Meta) -> u64 {
         self.inodes.ino_for(md)
     }
 
     /// The stamp that identifies a source's content: the file's own, or for
     /// a sparse-frame directory its `chunks.b2frame`'s.
-    fn stamp_of(path: &Path, md: &Metadata) -> Option<Stamp> {
+    fn stamp_of(&self, path: &Path, md: &Meta) -> Option<Stamp> {
         if md.is_dir() {
-            longpath::metadata(&path.join("chunks.b2frame"))
+            self.tree
+                .stat_follow(&path.join("chunks.b2frame"))
                 .ok()
-                .map(|m| Stamp::of(&m))
+                .map(|m| m.stamp())
         } else {
-            Some(Stamp::of(md))
+            Some(md.stamp())
         }
     }
 }
 
 /// Whether a source entry is presented at all (devices, sockets and fifos
 /// are not).
-fn presented(md: &Metadata) -> bool {
-    md.is_file() || md.is_dir() || md.file_type().is_symlink()
-}
-
-/// Are these the same file (device and inode)?
-fn same_file(a: &Metadata, b: &Metadata) -> bool {
-    a.dev() == b.dev() && a.ino() == b.ino()
+fn presented(md: &Meta) -> bool {
+    md.kind != EntryKind::Other
 }
 
 /// How naming sees an entry ([`names::Naming`]).

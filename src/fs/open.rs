@@ -18,9 +18,9 @@ impl Fs {
         &self,
         ino: u64,
         path: &Path,
-        md: &Metadata,
+        md: &Meta,
     ) -> Result<Option<Arc<Container>>, i32> {
-        let stamp = Self::stamp_of(path, md).ok_or(libc::ENOENT)?;
+        let stamp = self.stamp_of(path, md).ok_or(libc::ENOENT)?;
         if self.containers.is_broken(ino, stamp) {
             return Ok(None);
         }
@@ -30,7 +30,7 @@ impl Fs {
         // Opening reads the index: done without any lock held.
         let mut opened = None;
         let _ = self.with_fds(|| {
-            let r = self.open_checked(path, md);
+            let r = self.tree.open_container(path, md, &self.env);
             let e = match &r {
                 Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
                     Err(e.errno())
@@ -66,37 +66,6 @@ impl Fs {
         };
         self.containers.keep(ino, stamp, &c);
         Ok(Some(c))
-    }
-
-    /// Open the container at `path` if it is still the file or directory
-    /// `md` describes (checked on what was opened: a name swapped for a
-    /// symbolic link after it was looked up is never followed).
-    fn open_checked(&self, path: &Path, md: &Metadata) -> blosc_decode::Result<Option<Container>> {
-        let swapped = || {
-            blosc_decode::Error::new(
-                blosc_decode::ErrorKind::Changed,
-                "replaced since it was looked up: not opened",
-            )
-            .in_file(path)
-        };
-        if md.is_dir() {
-            if !blosc_decode::open::frame::is_sframe_dir(path) {
-                return Ok(None);
-            }
-            let dir = SourceDir::open(path, false)
-                .map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
-            if !dir.is(md) {
-                return Err(swapped());
-            }
-            return detect::open_sframe_dir(Arc::new(dir), &self.env).map(Some);
-        }
-        let (file, fmd) =
-            io::open_regular(path).map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
-        if !same_file(&fmd, md) {
-            return Err(swapped());
-        }
-        let src = Arc::new(io::FileSource::opened(file, &fmd, path));
-        detect::open_source(src, path, &self.env)
     }
 
     /// Drop `c` from the open containers kept for `ino` (not another one
@@ -147,15 +116,15 @@ impl Fs {
             // (Directories and links returned above.)
             What::Plain | What::Dir | What::Symlink => {
                 let (file, fmd) =
-                    self.with_fds(|| io::open_regular(&path).map_err(|e| errno_of(&e)))?;
+                    self.with_fds(|| self.tree.open_plain(&path).map_err(|e| errno_of(&e)))?;
                 // The file checked (not a link), not one put in its place since.
-                if !same_file(&fmd, &md) {
+                if !fmd.same_file(&md) {
                     return Err(libc::ESTALE);
                 }
                 Handle::Plain(PlainHandle {
                     file,
                     path: path.clone(),
-                    stamp: Stamp::of(&fmd),
+                    stamp: fmd.stamp(),
                 })
             }
             What::Container(p) => {
@@ -163,7 +132,7 @@ impl Fs {
                 // opens fail (a raw view would be another size than listed).
                 let c = self.container(ino, &path, &md)?.ok_or(libc::EIO)?;
                 if c.len() != p.len {
-                    let stamp = Self::stamp_of(&path, &md).ok_or(libc::ENOENT)?;
+                    let stamp = self.stamp_of(&path, &md).ok_or(libc::ENOENT)?;
                     let why = format!(
                         "{}: presents {} bytes but is listed with {}",
                         path.display(),
@@ -182,13 +151,13 @@ impl Fs {
                 Handle::Container(ContainerHandle {
                     container: c,
                     stamp_path: sp,
-                    stamp: Self::stamp_of(&path, &md),
+                    stamp: self.stamp_of(&path, &md),
                     ino,
                 })
             }
         };
         let attr = fresh;
-        let keep = match Self::stamp_of(&path, &md) {
+        let keep = match self.stamp_of(&path, &md) {
             Some(stamp) => self.handles.opened_unchanged(ino, stamp),
             None => false,
         };
@@ -203,8 +172,8 @@ impl Fs {
     /// the two views of one inode must never meet in the kernel's page
     /// cache, where one read could return pages of both. (A file replaced
     /// by rename is another inode: the handle reads its own.)
-    pub(super) fn raw_view_holds(&self, path: &Path, md: &Metadata, stamp: Stamp) -> bool {
-        Stamp::of(md) == stamp || matches!(self.probe(path, md), Ok(None))
+    pub(super) fn raw_view_holds(&self, path: &Path, md: &Meta, stamp: Stamp) -> bool {
+        md.stamp() == stamp || matches!(self.probe(path, md), Ok(None))
     }
 
     /// Log once that `path` changed under an open handle (`why`, if any),

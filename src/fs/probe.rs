@@ -37,11 +37,11 @@ impl Fs {
     /// change while the file does not. Out of file descriptors (after
     /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
     /// is cached: the file is not taken for a plain one for good.
-    pub(super) fn probe(&self, path: &Path, md: &Metadata) -> Result<Option<Probe>, i32> {
-        if md.is_file() && md.len() < detect::MIN_LEN {
+    pub(super) fn probe(&self, path: &Path, md: &Meta) -> Result<Option<Probe>, i32> {
+        if md.is_file() && md.len < detect::MIN_LEN {
             return Ok(None);
         }
-        let Some(stamp) = Self::stamp_of(path, md) else {
+        let Some(stamp) = self.stamp_of(path, md) else {
             return Ok(None);
         };
         let key = self.ino_for(md);
@@ -49,7 +49,7 @@ impl Fs {
             return Ok(p);
         }
         self.probes.run.fetch_add(1, Ordering::Relaxed);
-        let probed = self.with_fds(|| match detect::probe_path(path) {
+        let probed = self.with_fds(|| match self.tree.probe(path, md) {
             Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
                 Err(e.errno())
             }
@@ -105,8 +105,8 @@ impl Fs {
 
     /// What a source entry is presented as.
     /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
-    pub(super) fn classify(&self, path: &Path, md: &Metadata) -> Result<What, i32> {
-        Ok(if md.file_type().is_symlink() {
+    pub(super) fn classify(&self, path: &Path, md: &Meta) -> Result<What, i32> {
+        Ok(if md.is_symlink() {
             What::Symlink
         } else if md.is_dir() {
             match self.probe(path, md)? {

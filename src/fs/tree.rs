@@ -3,38 +3,32 @@
 use super::*;
 
 impl Fs {
-    pub(super) fn attr_of(&self, ino: u64, what: &What, md: &Metadata, path: &Path) -> Attr {
+    pub(super) fn attr_of(&self, ino: u64, what: &What, md: &Meta, path: &Path) -> Attr {
         let (kind, size, blocks, perm) = match what {
-            What::Dir => (Kind::Dir, md.len(), md.blocks(), (md.mode() & 0o555) as u16),
+            What::Dir => (Kind::Dir, md.len, md.blocks, (md.mode & 0o555) as u16),
             // The length of the target `readlink` gives.
             What::Symlink => {
-                let len = longpath::read_link(path)
+                let len = self
+                    .tree
+                    .read_link(path)
                     .ok()
                     .and_then(|t| self.presented_target(path, t.as_os_str().as_bytes()))
-                    .map_or(md.len(), |t| t.len() as u64);
-                (Kind::Symlink, len, md.blocks(), 0o777)
+                    .map_or(md.len, |t| t.len() as u64);
+                (Kind::Symlink, len, md.blocks, 0o777)
             }
-            What::Plain => (
-                Kind::File,
-                md.len(),
-                md.blocks(),
-                (md.mode() & 0o555) as u16,
-            ),
+            What::Plain => (Kind::File, md.len, md.blocks, (md.mode & 0o555) as u16),
             What::Container(p) if md.is_dir() => {
                 // No wider than the directory and every file it exposes
                 // (the directory at `path` checked to be the one `md`
                 // describes: nothing readable if it is not).
-                let (perm, blocks) = match SourceDir::open(path, false) {
-                    Ok(d) if d.is(md) => d.frame_access(),
-                    _ => (0, 0),
-                };
+                let (perm, blocks) = self.tree.dir_container_access(path, md);
                 (Kind::File, p.len, blocks, perm)
             }
-            What::Container(p) => (Kind::File, p.len, md.blocks(), (md.mode() & 0o555) as u16),
+            What::Container(p) => (Kind::File, p.len, md.blocks, (md.mode & 0o555) as u16),
         };
-        let t = |s: i64, ns: i64| {
-            if s >= 0 {
-                UNIX_EPOCH + Duration::new(s as u64, ns as u32)
+        let t = |t: Time| {
+            if t.sec >= 0 {
+                UNIX_EPOCH + Duration::new(t.sec as u64, t.nsec as u32)
             } else {
                 UNIX_EPOCH
             }
@@ -44,17 +38,17 @@ impl Fs {
             kind,
             size,
             blocks,
-            atime: t(md.atime(), md.atime_nsec()),
-            mtime: t(md.mtime(), md.mtime_nsec()),
-            ctime: t(md.ctime(), md.ctime_nsec()),
+            atime: t(md.atime),
+            mtime: t(md.mtime),
+            ctime: t(md.ctime),
             perm,
             nlink: if kind == Kind::Dir {
-                md.nlink() as u32
+                md.nlink as u32
             } else {
                 1
             },
-            uid: md.uid(),
-            gid: md.gid(),
+            uid: md.uid,
+            gid: md.gid,
             blksize: 128 * 1024,
         }
     }
@@ -83,10 +77,10 @@ impl Fs {
         let failed = std::cell::Cell::new(None);
         let look = |src: &OsStr| {
             let p = dir.join(src);
-            if self.fuse_mounts.blocks(&p) {
+            if self.tree.hides(&p) {
                 return None;
             }
-            let md = longpath::symlink_metadata(&p).ok()?;
+            let md = self.tree.stat(&p).ok()?;
             if !presented(&md) {
                 return None;
             }
@@ -111,11 +105,11 @@ impl Fs {
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
         for attempt in 0..2 {
             let (path, listed) = self.source_of(parent, name)?;
-            if self.fuse_mounts.blocks(&path) {
+            if self.tree.hides(&path) {
                 return Err(libc::ENOENT);
             }
             // Attributes are always fresh; the listing only maps the name.
-            let md = match longpath::symlink_metadata(&path) {
+            let md = match self.tree.stat(&path) {
                 Ok(md) => md,
                 Err(_) if attempt == 0 => {
                     self.listings.remove(parent);
@@ -139,7 +133,7 @@ impl Fs {
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
     /// [`Fs::source_md`]).
-    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Metadata), i32> {
+    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Meta), i32> {
         let path = self.path_of(ino)?;
         let md = self.source_md(ino, &path)?;
         let what = if ino == ROOT_INO {
@@ -157,11 +151,11 @@ impl Fs {
     /// a hard-linked file under its name that is left.
     /// A path at or below a FUSE mount inside the source is not looked at
     /// (`ESTALE`: the kernel looks the name up again, and does not find it).
-    pub(super) fn source_md(&self, ino: u64, path: &Path) -> Result<Metadata, i32> {
-        if ino != ROOT_INO && self.fuse_mounts.blocks(path) {
+    pub(super) fn source_md(&self, ino: u64, path: &Path) -> Result<Meta, i32> {
+        if ino != ROOT_INO && self.tree.hides(path) {
             return Err(libc::ESTALE);
         }
-        let md = longpath::symlink_metadata(path).map_err(|e| match errno_of(&e) {
+        let md = self.tree.stat(path).map_err(|e| match errno_of(&e) {
             libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
             n => n,
         })?;

@@ -90,24 +90,6 @@ impl Fs {
     /// Statistics of the source file system, as the mount presents them
     /// (nothing free: it is read-only).
     pub fn statfs(&self) -> Result<Statfs, i32> {
-        let c = std::ffi::CString::new(self.inodes.root().as_os_str().as_bytes())
-            .map_err(|_| libc::EINVAL)?;
-        // SAFETY: statvfs is a plain C struct of integers, for which all
-        // zero bytes is a valid value.
-        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: `c` is a valid NUL-terminated path and `s` a valid out-pointer.
-        if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-            return Err(io::last_errno());
-        }
-        Ok(Statfs {
-            blocks: s.f_blocks,
-            bfree: 0,
-            bavail: 0,
-            files: s.f_files,
-            ffree: 0,
-            bsize: s.f_bsize as u32,
-            namelen: s.f_namemax as u32,
-            frsize: s.f_frsize as u32,
-        })
+        self.tree.statfs().map_err(|e| errno_of(&e))
     }
 }

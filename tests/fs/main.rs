@@ -9,3 +9,4 @@ mod cli;
 mod fs;
 mod fs_sizes;
 mod npy_writers;
+mod source_tree;
