@@ -103,7 +103,7 @@ impl Fs {
                 looked.push((ino, p));
             }
         }
-        self.looked_up_all(looked, h.ino);
+        self.inodes.looked_up(looked, h.ino);
         Ok(())
     }
 

@@ -90,7 +90,7 @@ impl Inodes {
     }
 
     /// Count a lookup of each (inode, path) found in directory `parent`.
-    pub(super) fn looked_up_all(&self, found: Vec<(u64, PathBuf)>, parent: u64) {
+    pub(super) fn looked_up(&self, found: impl IntoIterator<Item = (u64, PathBuf)>, parent: u64) {
         let mut nodes = self.nodes.write();
         for (ino, path) in found {
             let n = nodes.entry(ino).or_insert_with(|| Node {

@@ -125,7 +125,7 @@ impl Fs {
             }
             let ino = self.ino_for(&md);
             let attr = self.attr_of(ino, &what, &md, &path);
-            self.looked_up(ino, path, parent);
+            self.inodes.looked_up([(ino, path)], parent);
             return Ok(attr);
         }
         Err(libc::ENOENT)
@@ -181,16 +181,6 @@ impl Fs {
             }
             r => r,
         }
-    }
-
-    /// Count a lookup of `ino`, found at `path` in directory `parent`.
-    pub(super) fn looked_up(&self, ino: u64, path: PathBuf, parent: u64) {
-        self.looked_up_all(vec![(ino, path)], parent);
-    }
-
-    /// Count a lookup of each (inode, path) found in directory `parent`.
-    pub(super) fn looked_up_all(&self, found: Vec<(u64, PathBuf)>, parent: u64) {
-        self.inodes.looked_up_all(found, parent);
     }
 
     /// The kernel forgets `n` lookups of `ino`: at none left, the node goes.
