@@ -6,6 +6,7 @@
 //! remote_probe cat   URL KEY [OFFSET LEN]   # decoded bytes to stdout
 //! remote_probe scan  URL KEY [BUF]          # sequential read of all decoded bytes
 //! remote_probe random URL KEY N             # N cold random 4 KiB reads
+//! remote_probe pin   URL KEY SHELL-COMMAND  # open, run the command, read raw
 //! ```
 //! Options from the environment: `REMOTE_ENDPOINT`, `REMOTE_REGION`,
 //! `REMOTE_ANONYMOUS=1`, `REMOTE_MANIFEST`, `REMOTE_USER`,
@@ -73,6 +74,30 @@ fn run() -> R<()> {
             }
         }
         "stat" => println!("{:?}", remote.stat(arg(2))?),
+        "pin" => {
+            let Entry::Object(obj) = remote.stat(arg(2))? else {
+                return Err("a directory".into());
+            };
+            let src = remote.open(&obj);
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(arg(3))
+                .status()?;
+            let mut buf = vec![0; 4096];
+            let r = blosc_decode::io::Source::read_exact_at(&*src, obj.len / 2, &mut buf);
+            println!("read of the opened version after the command: {r:?}");
+            let Entry::Object(now) = remote.stat(arg(2))? else {
+                return Err("a directory".into());
+            };
+            let r =
+                blosc_decode::io::Source::read_exact_at(&*remote.open(&now), now.len / 2, &mut buf);
+            println!(
+                "read of a fresh open: {:?} ({} bytes, {:?})",
+                r.map(|_| ()),
+                now.len,
+                now.etag
+            );
+        }
         "cat" | "scan" | "random" => {
             let Entry::Object(obj) = remote.stat(arg(2))? else {
                 return Err("a directory".into());

@@ -66,7 +66,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
             base: 2.0,
         },
         max_retries: opts.retries as usize,
-        retry_timeout: opts.timeout * (opts.retries + 1),
+        retry_timeout: crate::fetch::budget(opts.timeout),
     };
     let (store, backend): (Arc<dyn ObjectStore>, Backend) = match &loc {
         Location::S3 { bucket, prefix } => {

@@ -82,9 +82,11 @@ impl Fetcher {
         }
     }
 
-    /// The longest a read may take, retries included.
+    /// The longest a read may take, retries included: twice the request
+    /// timeout and a second (quick failures are retried within it; a
+    /// stalled server uses it up in two attempts).
     pub fn budget(&self) -> Duration {
-        self.timeout * (self.retries + 1) + Duration::from_millis(500) * self.retries
+        budget(self.timeout)
     }
 
     /// `range` of the pinned version `obj`: exactly those bytes, or an error.
@@ -187,6 +189,11 @@ impl Fetcher {
     }
 }
 
+/// See [`Fetcher::budget`].
+pub fn budget(timeout: Duration) -> Duration {
+    timeout * 2 + Duration::from_secs(1)
+}
+
 fn prefix(e: FetchError, what: &str) -> FetchError {
     match e {
         FetchError::Changed(m) => FetchError::Changed(format!("{what}: {m}")),
@@ -221,6 +228,35 @@ pub fn classify(e: object_store::Error) -> FetchError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_map_to_errnos() {
+        let gen = |m: &str| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(std::io::Error::other(m.to_string())),
+        };
+        let timed_out = classify(gen("error sending request: operation timed out"));
+        assert!(matches!(timed_out, FetchError::Io(libc::ETIMEDOUT, _)));
+        assert!(matches!(
+            classify(gen("503 Slow Down")),
+            FetchError::Io(libc::EIO, _)
+        ));
+        let pre = object_store::Error::Precondition {
+            path: "k".into(),
+            source: "412".into(),
+        };
+        assert!(matches!(classify(pre), FetchError::Changed(_)));
+        let gone = object_store::Error::NotFound {
+            path: "k".into(),
+            source: "404".into(),
+        };
+        let e = classify(gone);
+        assert!(matches!(e, FetchError::Gone(_)));
+        assert_eq!(e.clone().into_io().kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(crate::net::errno_of(&e.into_io()), libc::ENOENT);
+        let d = FetchError::Changed("x".into()).into_decode();
+        assert_eq!(d.kind, blosc_decode::error::ErrorKind::Changed);
+    }
 
     #[test]
     fn backoff_is_bounded_and_grows() {

@@ -62,7 +62,7 @@
 //! # Failures
 //! Every request has [`Options::timeout`]; failed requests are retried
 //! ([`Options::retries`], jittered backoff) and a read gives up after
-//! `timeout * (retries + 1)` and a little backoff, with `EIO` or
+//! twice the timeout and a second, with `EIO` or
 //! `ETIMEDOUT` and a message naming the URL and the byte range. Messages
 //! never contain credentials.
 

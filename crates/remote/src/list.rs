@@ -37,13 +37,13 @@ pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
         }
         Backend::Http { .. } if core.opts.manifest.is_some() => {
             let tree = manifest(core)?;
-            from_tree(core, &tree, dir)?
+            from_tree(core, &tree, dir, dir)?
         }
         Backend::Http { base, .. } => block_on(xml_list(core, base, dir))?,
         Backend::Caterva2 { url, root } => {
             let names = block_on(crate_list(core, url, &join(root, dir)))?;
             let tree = Tree::new(names.into_iter().map(|n| (n, None)));
-            from_tree(core, &tree, "")?
+            from_tree(core, &tree, "", dir)?
         }
     };
     l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
@@ -86,9 +86,16 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
         Err(e) => e,
     };
     // Not an object: a directory if anything is listed under it.
-    match list(core, key) {
-        Ok(l) if !l.dirs.is_empty() || !l.objects.is_empty() => Ok(Entry::Dir),
-        _ => match err {
+    let dir = match &core.backend {
+        // Its listing without the stats of what is in it.
+        Backend::Caterva2 { url, root } => {
+            block_on(crate_list(core, url, &join(root, key))).is_ok_and(|names| !names.is_empty())
+        }
+        _ => list(core, key).is_ok_and(|l| !l.dirs.is_empty() || !l.objects.is_empty()),
+    };
+    match dir {
+        true => Ok(Entry::Dir),
+        false => match err {
             FetchError::Gone(m) => Err(io_err(libc::ENOENT, m)),
             e => Err(e.into_io()),
         },
@@ -118,8 +125,9 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
         .map_err(named)
     {
         Err(e @ (FetchError::Gone(_) | FetchError::Changed(_))) => return Err(e),
-        // A server that refuses suffix ranges; an empty object.
-        Err(_) => match f
+        // A server that refuses suffix ranges (416, or a 200 answer); an
+        // empty object (416).
+        Err(FetchError::Io(_, m)) if m.contains("416") || m.contains("non-partial") => match f
             .get(&stub, GetRange::Bounded(0..TAIL), None)
             .await
             .map_err(named)
@@ -128,6 +136,7 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
             Err(FetchError::Io(..)) => return empty(core, key).await,
             Err(e) => return Err(e),
         },
+        Err(e) => return Err(e),
         Ok(a) => a,
     };
     let mtime = ans.mtime.filter(|t| *t != std::time::UNIX_EPOCH);
@@ -231,7 +240,7 @@ fn decoded(part: &str) -> String {
 
 /// One level of `tree`, sizes it lacks probed concurrently (objects that
 /// cannot be read by range are left out).
-fn from_tree(core: &Arc<Core>, tree: &Tree, dir: &str) -> Result<Listing> {
+fn from_tree(core: &Arc<Core>, tree: &Tree, dir: &str, key_dir: &str) -> Result<Listing> {
     let level = tree.level(dir).ok_or_else(|| {
         io_err(
             libc::ENOENT,
@@ -257,7 +266,7 @@ fn from_tree(core: &Arc<Core>, tree: &Tree, dir: &str) -> Result<Listing> {
     let probed: Vec<(String, Result<Object, FetchError>)> = block_on(
         futures::stream::iter(unknown)
             .map(|name| async move {
-                let r = probe(core, &join(dir, &name)).await;
+                let r = probe(core, &join(key_dir, &name)).await;
                 (name, r)
             })
             .buffered(PROBES)
