@@ -2,6 +2,7 @@
 
 use crate::fetch::Fetcher;
 use crate::net::{block_on, chain, io_err, Counters, Counting};
+use crate::session::Session;
 use crate::spans::SpanCache;
 use crate::{Core, Location, Options};
 use object_store::aws::AmazonS3Builder;
@@ -42,23 +43,27 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         Location::S3 { .. } => opts.endpoint.clone().unwrap_or_default(),
         Location::Http { url } | Location::Caterva2 { url, .. } => url.clone(),
     };
-    let mut copts = ClientOptions::new()
+    let copts = ClientOptions::new()
         .with_timeout(opts.timeout)
         .with_connect_timeout(opts.timeout.min(Duration::from_secs(5)))
         .with_allow_http(web.starts_with("http://"));
+    let mut session = None;
     if let Location::Caterva2 { url, .. } = &loc {
         if let Some(user) = &opts.user {
-            let login = Counting::new(&copts, counters.clone()).map_err(|e| os_err(&loc, e))?;
-            let cookie = block_on(login_cookie(&login, url, user, &opts))?;
-            let mut headers = object_store::HeaderMap::new();
-            let mut v = object_store::HeaderValue::from_str(&cookie)
-                .map_err(|_| io_err(libc::EIO, format!("{loc}: login gave an unusable cookie")))?;
-            v.set_sensitive(true);
-            headers.insert("cookie", v);
-            copts = copts.with_default_headers(headers);
+            let Some(file) = opts.password_file.clone() else {
+                return Err(io_err(
+                    libc::EINVAL,
+                    format!("{loc}: -o user= needs -o password_file="),
+                ));
+            };
+            let s = Session::new(url, user, file);
+            let login =
+                Counting::new(&copts, counters.clone(), None).map_err(|e| os_err(&loc, e))?;
+            block_on(s.login(&login))?;
+            session = Some(Arc::new(s));
         }
     }
-    let client = Counting::new(&copts, counters.clone()).map_err(|e| os_err(&loc, e))?;
+    let client = Counting::new(&copts, counters.clone(), session).map_err(|e| os_err(&loc, e))?;
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -160,77 +165,9 @@ fn os_err(loc: &Location, e: object_store::Error) -> std::io::Error {
     io_err(libc::EINVAL, format!("{loc}: {}", chain(&e)))
 }
 
-/// Log in to a Caterva2 server: the session cookie (`name=value`).
-async fn login_cookie(
-    client: &Counting,
-    url: &str,
-    user: &str,
-    opts: &Options,
-) -> std::io::Result<String> {
-    let what = format!("{url}/auth/jwt/login as {user}");
-    let Some(file) = &opts.password_file else {
-        return Err(io_err(
-            libc::EINVAL,
-            format!("{what}: -o user= needs -o password_file="),
-        ));
-    };
-    let password = std::fs::read_to_string(file).map_err(|e| {
-        io_err(
-            libc::EINVAL,
-            format!("{what}: password_file {}: {e}", file.display()),
-        )
-    })?;
-    let password = password.lines().next().unwrap_or("");
-    let body = format!("username={}&password={}", form(user), form(password));
-    let req = http::Request::post(format!("{url}/auth/jwt/login"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body.into())
-        .map_err(|e| io_err(libc::EINVAL, format!("{what}: {e}")))?;
-    let res = client
-        .execute(req)
-        .await
-        .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))?;
-    let status = res.status();
-    if !status.is_success() {
-        return Err(io_err(libc::EACCES, format!("{what}: refused ({status})")));
-    }
-    res.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_string())
-        .find(|c| c.contains('='))
-        .ok_or_else(|| {
-            io_err(
-                libc::EACCES,
-                format!("{what}: no session cookie in the answer"),
-            )
-        })
-}
-
-/// `application/x-www-form-urlencoded` of one value.
-fn form(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn form_encoding() {
-        assert_eq!(form("a b&c=d%é"), "a+b%26c%3Dd%25%C3%A9");
-    }
 
     #[test]
     fn join_paths() {

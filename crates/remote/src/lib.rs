@@ -75,6 +75,7 @@ mod net;
 mod object;
 mod parse;
 mod requests;
+mod session;
 mod spans;
 
 pub use location::Location;

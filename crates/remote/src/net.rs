@@ -1,8 +1,9 @@
 //! The network runtime, request counting and error mapping.
 
+use crate::session::Session;
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
-    ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
+    HttpResponse, HttpService, ReqwestConnector,
 };
 use object_store::ClientOptions;
 use std::future::Future;
@@ -45,7 +46,8 @@ where
 pub struct Stats {
     /// GET requests for object bytes (ranged or whole).
     pub gets: u64,
-    /// Listing requests (S3 ListObjectsV2, Caterva2 `/api/list`, a manifest).
+    /// Listing requests (S3 ListObjectsV2, Caterva2 `/api/list`, a
+    /// manifest) and Caterva2 logins.
     pub lists: u64,
     /// Body bytes received by reads.
     pub bytes: u64,
@@ -88,14 +90,22 @@ impl Counters {
 pub struct Counting {
     inner: HttpClient,
     counters: Arc<Counters>,
+    /// A Caterva2 login: its cookie goes with every request, and a 401
+    /// answer to a GET logs in again and repeats the GET once.
+    session: Option<Arc<Session>>,
 }
 
 impl Counting {
     /// A client with `options` counting into `counters`.
-    pub fn new(options: &ClientOptions, counters: Arc<Counters>) -> object_store::Result<Self> {
+    pub fn new(
+        options: &ClientOptions,
+        counters: Arc<Counters>,
+        session: Option<Arc<Session>>,
+    ) -> object_store::Result<Self> {
         Ok(Counting {
             inner: ReqwestConnector::default().connect(options)?,
             counters,
+            session,
         })
     }
     /// Send a request (counted).
@@ -108,7 +118,28 @@ impl Counting {
         } else {
             Counters::add(&c.gets, 1);
         }
-        self.inner.execute(req).await
+        let Some(s) = &self.session else {
+            return self.inner.execute(req).await;
+        };
+        let again = (req.method() == "GET").then(|| {
+            let mut r = http::Request::get(req.uri().clone())
+                .body(HttpRequestBody::empty())
+                .expect("a copy of a valid request");
+            *r.headers_mut() = req.headers().clone();
+            r
+        });
+        let (res, seen) = s.send(&self.inner, req).await?;
+        match again {
+            Some(r) if res.status() == 401 => {
+                if let Err(e) = s.relogin(&self.inner, seen).await {
+                    log::warn!("{e}");
+                    return Ok(res);
+                }
+                Counters::add(&c.retries, 1);
+                Ok(s.send(&self.inner, r).await?.0)
+            }
+            _ => Ok(res),
+        }
     }
 }
 
