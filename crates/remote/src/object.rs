@@ -1,6 +1,6 @@
 //! Positional reads of one remote object version, through the span cache.
 
-use crate::ahead::{Ahead, Step};
+use crate::ahead::Ahead;
 use crate::fetch::FetchError;
 use crate::net::{block_on, runtime, Counters};
 use crate::spans::{self, Version, PAGE};
@@ -100,7 +100,7 @@ impl RemoteObject {
             let last = pages.clone().rev().find(free)?;
             (first, last)
         };
-        Some(start_run(&self.core, &self.obj, self.v, first..last + 1).0)
+        Some(start_run(&self.core, &self.obj, self.v, first..last + 1))
     }
 
     /// Read `want` into `buf` (`around`: a small read, rounded out to the
@@ -133,7 +133,7 @@ impl RemoteObject {
             }
             if let (Some(&a), Some(&b)) = (missing.first(), missing.last()) {
                 let run = self.widen(a..b + 1, &window);
-                waits.push(start_run(&self.core, &self.obj, self.v, run).0);
+                waits.push(start_run(&self.core, &self.obj, self.v, run));
             }
             let mut retry = false;
             for r in block_on(futures::future::join_all(waits)) {
@@ -175,22 +175,13 @@ impl RemoteObject {
 
     /// Tell the read-ahead about a read and start what it asks for.
     fn track(&self, offset: u64, len: u64) {
-        let step = self.ahead.lock().on_read(offset, len, self.obj.len);
-        if let Step::Fetch(parts) = &step {
+        let parts = self.ahead.lock().on_read(offset, len, self.obj.len);
+        if !parts.is_empty() {
             log::trace!("{}: read-ahead {parts:?}", self.obj.key);
         }
-        match step {
-            Step::Nothing => {}
-            Step::Jump(old) => old.into_iter().for_each(|h| h.abort()),
-            Step::Fetch(parts) => {
-                let mut started = Vec::new();
-                for part in parts {
-                    if let Some(pages) = self.free_part(spans::pages(&part)) {
-                        let (_, h) = start_run(&self.core, &self.obj, self.v, pages);
-                        started.push(h);
-                    }
-                }
-                self.ahead.lock().started(started);
+        for part in parts {
+            if let Some(pages) = self.free_part(spans::pages(&part)) {
+                drop(start_run(&self.core, &self.obj, self.v, pages));
             }
         }
     }
@@ -234,14 +225,13 @@ fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8
 }
 
 /// Start fetching `pages` of `obj` as one GET on the runtime, registered as
-/// in flight until it ends (or is aborted): the pending result and the
-/// handle to abort it by.
+/// in flight until it ends: its pending result.
 pub(crate) fn start_run(
     core: &Arc<Core>,
     obj: &Arc<Object>,
     v: Version,
     pages: Range<u64>,
-) -> (Pending, tokio::task::AbortHandle) {
+) -> Pending {
     let id = core.next_run.fetch_add(1, Ordering::Relaxed);
     let range = spans::bytes_of(&pages, obj.len);
     let (core2, obj2, range2) = (core.clone(), obj.clone(), range.clone());
@@ -255,14 +245,13 @@ pub(crate) fn start_run(
             data,
         })
     });
-    let abort = task.abort_handle();
     let pending = async move { task.await.unwrap_or(Err(FetchError::Cancelled)) }
         .boxed()
         .shared();
     for p in spans::pages(&range) {
         inflight.insert((v, p), (id, pending.clone()));
     }
-    (pending, abort)
+    pending
 }
 
 /// Removes a run's pages from the in-flight map when the run ends.
@@ -332,7 +321,7 @@ impl Source for RemoteObject {
                     .any(|p| !cache.contains(v, p) && !inflight.contains_key(&(v, p)))
             };
             if free {
-                let _ = start_run(&core, &obj, v, pages).0.await;
+                let _ = start_run(&core, &obj, v, pages).await;
             }
         });
     }
