@@ -33,7 +33,8 @@
 //! # Cost model (counted in requests)
 //! - Opening a container ([`RemoteObject::prefetch_open`]): at most 2 GETs,
 //!   the head (128 KiB) and the tail (256 KiB) concurrently; 1 for objects
-//!   up to 384 KiB. Never a HEAD request.
+//!   up to 384 KiB. Never a HEAD request. [`Remote::prefetch_open_all`]
+//!   does it for many objects, 16 at a time.
 //! - A small read (a chunk header) is rounded out to its 64 KiB-aligned
 //!   window, so the header and the block starts after it cost one GET; a
 //!   block read fetches its bytes. Fetched bytes stay in the span cache, 4
@@ -73,7 +74,8 @@ mod list;
 mod location;
 mod net;
 mod object;
-mod parse;
+#[doc(hidden)]
+pub mod parse; // public for the fuzz target only
 mod requests;
 mod session;
 mod spans;
@@ -209,6 +211,19 @@ impl Remote {
     /// describes).
     pub fn open(&self, obj: &Object) -> Arc<RemoteObject> {
         Arc::new(RemoteObject::new(self.0.clone(), obj.clone()))
+    }
+
+    /// [`RemoteObject::prefetch_open`] of many objects, 16 at a time (an
+    /// `ls -l` of a directory of containers): one result per object, in
+    /// order.
+    pub fn prefetch_open_all(&self, objs: &[Arc<RemoteObject>]) -> Vec<blosc_decode::Result<()>> {
+        use futures::StreamExt;
+        net::block_on(
+            futures::stream::iter(objs)
+                .map(|o| o.prefetch_open_async())
+                .buffered(16)
+                .collect(),
+        )
     }
 
     /// Requests made so far (for tests and the benchmark).

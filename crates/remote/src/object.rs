@@ -62,6 +62,11 @@ impl RemoteObject {
     /// small) so a container open costs at most 2 GETs. Called by the
     /// daemon before `open_source`.
     pub fn prefetch_open(&self) -> Result<()> {
+        block_on(self.prefetch_open_async())
+    }
+
+    /// [`RemoteObject::prefetch_open`] without blocking.
+    pub(crate) async fn prefetch_open_async(&self) -> Result<()> {
         let len = self.obj.len;
         let ranges: Vec<Range<u64>> = if len <= HEAD + TAIL {
             std::iter::once(0..len).collect()
@@ -74,7 +79,7 @@ impl RemoteObject {
             .iter()
             .filter_map(|r| self.start_missing(spans::pages(r)))
             .collect();
-        for r in block_on(futures::future::join_all(waits)) {
+        for r in futures::future::join_all(waits).await {
             match r {
                 Ok(_) | Err(FetchError::Cancelled) => {}
                 Err(e) => return Err(self.failed(e)),
@@ -138,13 +143,13 @@ impl RemoteObject {
             let mut retry = false;
             for r in block_on(futures::future::join_all(waits)) {
                 match r {
-                    Ok(run) => fill(&mut have, need.start, &run),
+                    Ok(run) => spans::fill(&mut have, need.start, run.start_page, &run.data),
                     Err(FetchError::Cancelled) => retry = true,
                     Err(e) => return Err(self.failed(e)),
                 }
             }
             if !retry && have.iter().all(Option::is_some) {
-                copy_out(&have, need.start, &want, buf);
+                spans::copy_out(&have, need.start, &want, buf);
                 return Ok(());
             }
         }
@@ -194,33 +199,6 @@ impl RemoteObject {
         let first = pages.clone().find(free)?;
         let last = pages.clone().rev().find(free)?;
         Some(first..last + 1)
-    }
-}
-
-/// Copy a run's pages into the slots of `have` (pages from `first`).
-fn fill(have: &mut [Option<Bytes>], first: u64, run: &Run) {
-    let n = run.data.len().div_ceil(PAGE as usize) as u64;
-    for p in run.start_page..run.start_page + n {
-        if p < first || p >= first + have.len() as u64 {
-            continue;
-        }
-        let at = ((p - run.start_page) * PAGE) as usize;
-        let end = (at + PAGE as usize).min(run.data.len());
-        have[(p - first) as usize] = Some(run.data.slice(at..end));
-    }
-}
-
-/// Copy the bytes of `want` out of `have` (pages from `first`) into `buf`.
-fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
-    for (i, page) in have.iter().enumerate() {
-        let page = page.as_ref().expect("all pages present");
-        let p0 = (first + i as u64) * PAGE;
-        let lo = want.start.max(p0);
-        let hi = want.end.min(p0 + page.len() as u64);
-        if lo < hi {
-            buf[(lo - want.start) as usize..(hi - want.start) as usize]
-                .copy_from_slice(&page[(lo - p0) as usize..(hi - p0) as usize]);
-        }
     }
 }
 
