@@ -6,7 +6,7 @@
 //! remote_probe cat   URL KEY [OFFSET LEN]   # decoded bytes to stdout
 //! remote_probe scan  URL KEY [BUF]          # sequential read of all decoded bytes
 //! remote_probe random URL KEY N             # N cold random 4 KiB reads
-//! remote_probe pin   URL KEY SHELL-COMMAND  # open, run the command, read raw
+//! remote_probe pin   URL KEY SHELL-COMMAND  # open, read, run the command, read
 //! remote_probe par   URL KEY LOCAL T N      # T threads x N random reads, compared
 //! ```
 //! Options from the environment: `REMOTE_ENDPOINT`, `REMOTE_REGION`,
@@ -80,6 +80,8 @@ fn run() -> R<()> {
                 return Err("a directory".into());
             };
             let src = remote.open(&obj);
+            let mut first = vec![0; 100];
+            blosc_decode::io::Source::read_exact_at(&*src, 0, &mut first)?;
             std::process::Command::new("sh")
                 .arg("-c")
                 .arg(arg(3))

@@ -57,8 +57,11 @@
 //! An object is read as the version its [`Object`] describes: every ranged
 //! GET sends `If-Match` with the ETag when one is known, and its answer is
 //! checked (ETag, `Content-Range` total, body length); a mismatch or a 412
-//! is [`blosc_decode::ErrorKind::Changed`], never bytes of two versions. A
-//! `200` to a ranged request is refused.
+//! is [`blosc_decode::error::ErrorKind::Changed`], never bytes of two
+//! versions. A `200` to a ranged request is refused. An object listed
+//! without an ETag (a manifest line) is pinned to the ETag of the first
+//! answer, and to its length; if the server sends no ETag at all, to its
+//! length only, and such an object shares no cached bytes with other opens.
 //!
 //! # Failures
 //! Every request has [`Options::timeout`]; failed requests are retried

@@ -1,7 +1,7 @@
 //! Positional reads of one remote object version, through the span cache.
 
 use crate::ahead::Ahead;
-use crate::fetch::FetchError;
+use crate::fetch::{FetchError, Pin};
 use crate::net::{block_on, runtime, Counters};
 use crate::spans::{self, Version, PAGE};
 use crate::{Core, Object};
@@ -33,7 +33,7 @@ const TAIL: u64 = 256 << 10;
 /// [`RemoteObject::object`] describes): the library's [`Source`].
 pub struct RemoteObject {
     core: Arc<Core>,
-    obj: Arc<Object>,
+    obj: Arc<Pin>,
     v: Version,
     ahead: Mutex<Ahead>,
     /// Bytes asked for by `will_need` so far (capped).
@@ -42,11 +42,26 @@ pub struct RemoteObject {
 
 impl RemoteObject {
     pub(crate) fn new(core: Arc<Core>, obj: Object) -> Self {
-        let v = crate::version_of(&obj);
+        // Without an ETag two versions of one length look alike: such an
+        // object shares no cached pages with other opens.
+        let v = match obj.etag {
+            Some(_) => crate::version_of(&obj),
+            None => {
+                crate::version_of(&obj)
+                    ^ core
+                        .next_run
+                        .fetch_add(1, Ordering::Relaxed)
+                        .rotate_left(32)
+                    ^ 0x5bd1_e995
+            }
+        };
         let ahead = Ahead::new(core.opts.span_cache / 2);
         RemoteObject {
             core,
-            obj: Arc::new(obj),
+            obj: Arc::new(Pin {
+                obj,
+                learned: Default::default(),
+            }),
             v,
             ahead: Mutex::new(ahead),
             hinted: AtomicU64::new(0),
@@ -206,7 +221,7 @@ impl RemoteObject {
 /// in flight until it ends: its pending result.
 pub(crate) fn start_run(
     core: &Arc<Core>,
-    obj: &Arc<Object>,
+    obj: &Arc<Pin>,
     v: Version,
     pages: Range<u64>,
 ) -> Pending {
