@@ -13,7 +13,8 @@
 //!   ([`Options::manifest`]) if one is named, else from an S3-style XML
 //!   listing (`?list-type=2&prefix=..&delimiter=/`) if the server gives one
 //!   (tried at the URL, then at its host's first path component, then at
-//!   its root). A URL not ending in `/` is one object.
+//!   its root). A URL not ending in `/` is one object, unless a manifest is
+//!   named.
 //! - `caterva2://host:port/ROOT[/path]` (`caterva2s://` for HTTPS): a root
 //!   of a Caterva2 server; datasets (`.b2frame`, `.b2nd`, `.b2z`) are read
 //!   through `/api/fetch/ROOT/path`, which serves the stored file's byte
