@@ -171,7 +171,7 @@ impl RemoteObject {
         Err(self.failed(FetchError::Io(
             libc::EIO,
             format!(
-                "{}: read-ahead kept being cancelled",
+                "{}: the fetch kept being cancelled",
                 self.core.fetcher.url(&self.obj.key)
             ),
         )))
