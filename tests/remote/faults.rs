@@ -1,0 +1,154 @@
+//! What real servers rarely do on cue, done by the fault server: each
+//! fault gives a clear error (naming the object) or a successful retry,
+//! never wrong bytes, never a hang (every request has `-o timeout=2`).
+
+use crate::counts::Big;
+use crate::harness::*;
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+
+/// Bound on a command that fails after its retries: 4 attempts of at most
+/// 2 s each, backoff, and a process start.
+const FAILS_WITHIN: Duration = Duration::from_secs(30);
+
+fn fast(b: &Big) -> Remote {
+    b.r.with("timeout=2")
+}
+
+/// `cat` of `big.b2frame` through `r`: succeeded with exactly the right
+/// bytes, or failed clearly (naming the object) in bounded time, having
+/// written no wrong byte. True if it succeeded.
+fn exact_or_clear_error(r: &Remote, raw: &[u8], what: &str) -> bool {
+    let o = r.cat("big.b2frame", None, &[]);
+    if o.status.success() {
+        assert!(o.stdout == raw, "{what}: {}", first_diff(raw, &o.stdout));
+        return true;
+    }
+    assert!(
+        raw.starts_with(&o.stdout),
+        "{what}: wrong bytes written before failing: {}",
+        first_diff(raw, &o.stdout)
+    );
+    assert!(
+        o.stderr.contains("big.b2frame"),
+        "{what}: the error does not name the object: {}",
+        o.stderr
+    );
+    assert!(o.took < FAILS_WITHIN, "{what}: failed after {:?}", o.took);
+    false
+}
+
+fn base_with_fault(b: &Big, mode: &str) -> Remote {
+    let mut r = fast(b);
+    r.base = format!("{}/_f/{mode}", r.base);
+    r
+}
+
+#[test]
+fn a_200_to_a_ranged_get_is_refused_never_read_as_the_range() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let ok = exact_or_clear_error(&base_with_fault(&b, "ignore-range"), &raw, "ignore-range");
+    assert!(!ok, "a 200 answer to a ranged GET was accepted");
+}
+
+#[test]
+fn a_short_content_range_never_gives_wrong_bytes() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    exact_or_clear_error(&base_with_fault(&b, "short-range"), &raw, "short-range");
+}
+
+#[test]
+fn server_errors_are_retried_then_reported() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    b.srv.set_fault("5xx:2");
+    assert!(
+        exact_or_clear_error(&fast(&b), &raw, "two 503s"),
+        "two 503s were not retried"
+    );
+    b.srv.set_fault("5xx:100000");
+    assert!(!exact_or_clear_error(&fast(&b), &raw, "503s for ever"));
+    b.srv.set_fault("none");
+    assert!(exact_or_clear_error(&fast(&b), &raw, "after the 503s"));
+}
+
+#[test]
+fn a_connection_dropped_mid_body_is_retried_then_reported() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    b.srv.set_fault("drop&count=1");
+    assert!(
+        exact_or_clear_error(&fast(&b), &raw, "one drop"),
+        "one dropped body was not retried"
+    );
+    b.srv.set_fault("drop");
+    assert!(!exact_or_clear_error(&fast(&b), &raw, "drops for ever"));
+}
+
+#[test]
+fn a_stall_past_the_timeout_is_retried_then_reported() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    b.srv.set_fault("stall:5&count=1");
+    assert!(
+        exact_or_clear_error(&fast(&b), &raw, "one stall"),
+        "one stalled request was not retried"
+    );
+    b.srv.set_fault("stall:120");
+    assert!(!exact_or_clear_error(&fast(&b), &raw, "stalls for ever"));
+}
+
+/// Through a mount: an object whose ETag changes under an open handle (a
+/// server that ignores If-Match) fails that handle's reads of blocks not
+/// yet read, never serving bytes of two versions; a hung server gives EIO
+/// in bounded time; and once the server is well the same mount serves
+/// again.
+#[test]
+fn a_mount_survives_a_changed_etag_and_a_hung_server() {
+    if !crate::common::fuse_available() {
+        return;
+    }
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let mut m = fast(&b).mount(&[]);
+    let f = std::fs::File::open(m.path("big")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let chunk = |c: usize| c * (2 << 20) + 300_000;
+    f.read_exact_at(&mut buf, chunk(0) as u64).unwrap();
+    assert!(buf[..] == raw[chunk(0)..chunk(0) + 4096]);
+
+    b.srv.set_fault("etag-change");
+    match f.read_exact_at(&mut buf, chunk(5) as u64) {
+        Ok(()) => panic!("read through a handle of a changed object succeeded"),
+        Err(e) => assert!(
+            matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::ESTALE)),
+            "{e}"
+        ),
+    }
+    b.srv.set_fault("none");
+    drop(f);
+    let f = std::fs::File::open(m.path("big")).unwrap();
+    f.read_exact_at(&mut buf, chunk(5) as u64).unwrap();
+    assert!(buf[..] == raw[chunk(5)..chunk(5) + 4096]);
+
+    b.srv.set_fault("stall:120");
+    let t = Instant::now();
+    let r = f.read_exact_at(&mut buf, chunk(6) as u64);
+    assert!(
+        t.elapsed() < FAILS_WITHIN,
+        "a read of a hung server took {:?}",
+        t.elapsed()
+    );
+    let e = r.expect_err("a read of a hung server succeeded");
+    assert!(
+        matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::ETIMEDOUT)),
+        "{e}"
+    );
+    b.srv.set_fault("none");
+    f.read_exact_at(&mut buf, chunk(7) as u64).unwrap();
+    assert!(buf[..] == raw[chunk(7)..chunk(7) + 4096]);
+    drop(f);
+    m.unmount();
+}
