@@ -19,8 +19,12 @@ chosen either
   - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
   - per path: GET /_f/MODE/PATH serves PATH with MODE on every request.
-GET /_stats -> JSON {"gets", "heads", "paths": {path: gets}, "ranges": [..]};
-POST /_reset clears the counters and the fault.
+GET /_stats -> JSON {"gets", "heads", "lists", "paths": {path: gets},
+"ranges": [[path, Range]], "faulted": {fault: requests it applied to}};
+POST /_reset clears them and the fault.
+
+GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
+(ListObjectsV2, one page) of DIR's files whose relative path starts with P.
 """
 import hashlib
 import json
@@ -31,10 +35,18 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
 
 ROOT = "."
 LOCK = threading.Lock()
-STATE = {"mode": None, "left": None, "gets": 0, "heads": 0, "paths": {}, "ranges": []}
+STATE = {"mode": None, "left": None}
+
+
+def clear_counters():
+    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={})
+
+
+clear_counters()
 
 
 def etag(st, changed=False):
@@ -74,7 +86,8 @@ class Handler(BaseHTTPRequestHandler):
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         with LOCK:
             if url.path == "/_reset":
-                STATE.update(mode=None, left=None, gets=0, heads=0, paths={}, ranges=[])
+                STATE.update(mode=None, left=None)
+                clear_counters()
             elif url.path == "/_fault" and "mode" in q:
                 mode = None if q["mode"] == "none" else q["mode"]
                 left = int(q["count"]) if "count" in q else None
@@ -91,7 +104,13 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(405)
 
     def do_GET(self):
-        path = unquote(urlsplit(self.path).path)
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        query = parse_qs(url.query)
+        if query.get("list-type") == ["2"]:
+            with LOCK:
+                STATE["lists"] += 1
+            return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"))
         if path == "/_stats":
             with LOCK:
                 return self.answer(200, json.dumps(STATE).encode())
@@ -106,7 +125,36 @@ class Handler(BaseHTTPRequestHandler):
             STATE["ranges"].append([path, rng])
         self.serve(path, rng, fault or "")
 
+    def listing(self, path, prefix, delimiter):
+        top = os.path.join(ROOT, path.strip("/"))
+        files, dirs = [], set()
+        for d, _, names in os.walk(top):
+            for n in names:
+                rel = os.path.relpath(os.path.join(d, n), top).replace(os.sep, "/")
+                if not rel.startswith(prefix):
+                    continue
+                rest = rel[len(prefix):]
+                if delimiter and "/" in rest:
+                    dirs.add(prefix + rest.split("/")[0] + "/")
+                else:
+                    files.append((rel, os.stat(os.path.join(d, n))))
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{len(files) + len(dirs)}</KeyCount>",
+               "<MaxKeys>100000</MaxKeys><IsTruncated>false</IsTruncated>"]
+        for rel, st in sorted(files):
+            when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime))
+            out.append(f"<Contents><Key>{escape(rel)}</Key><LastModified>{when}</LastModified>"
+                       f"<ETag>{escape(etag(st))}</ETag><Size>{st.st_size}</Size></Contents>")
+        out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in sorted(dirs)]
+        out.append("</ListBucketResult>")
+        self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
+
     def serve(self, path, rng, fault):
+        if fault:
+            with LOCK:
+                name = fault.split(":")[0]
+                STATE["faulted"][name] = STATE["faulted"].get(name, 0) + 1
         if fault.startswith("stall:"):
             time.sleep(float(fault[6:]))
         if fault.startswith("5xx"):

@@ -47,27 +47,52 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// One HTTP/1.1 request to 127.0.0.1:`port` (connection closed after it):
-/// the status and the body.
-pub fn http(port: u16, method: &str, path: &str) -> std::io::Result<(u16, Vec<u8>)> {
+/// What [`http`] got: the status, the header block, the body.
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The value of header `name` (case-insensitive), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// One HTTP/1.1 request to 127.0.0.1:`port` with extra header lines
+/// (`"Range: bytes=0-9"`), the connection closed after it. A body cut
+/// short is returned as it came.
+pub fn http(port: u16, method: &str, path: &str, headers: &[&str]) -> std::io::Result<Answer> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n");
+    for h in headers {
+        req += &format!("{h}\r\n");
+    }
+    req += "Content-Length: 0\r\nConnection: close\r\n\r\n";
+    s.write_all(req.as_bytes())?;
     let mut all = Vec::new();
     s.read_to_end(&mut all)?;
     let head_end = all
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or_else(|| std::io::Error::other("no end of headers"))?;
-    let status = std::str::from_utf8(&all[..head_end])
-        .ok()
-        .and_then(|h| h.split(' ').nth(1))
+    let head = String::from_utf8_lossy(&all[..head_end]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| std::io::Error::other("no status line"))?;
-    Ok((status, all[head_end + 4..].to_vec()))
+    Ok(Answer {
+        status,
+        head,
+        body: all[head_end + 4..].to_vec(),
+    })
 }
 
 /// A server process, its log in a temporary directory; killed on drop.
@@ -103,7 +128,7 @@ impl Server {
     /// Wait (at most 60 s, else fail) until `GET path` answers with any status.
     fn wait_ready(&mut self, path: &str) {
         let t = Instant::now();
-        while http(self.port, "GET", path).is_err() {
+        while http(self.port, "GET", path, &[]).is_err() {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!(
                     "{} exited ({st}) before serving:\n{}",
@@ -293,25 +318,35 @@ impl Faulty {
     /// `POST /_fault?mode=MODE` (`MODE` may go on with `&count=N`);
     /// `"none"` clears it.
     pub fn set_fault(&self, mode: &str) {
-        let (st, _) = http(self.0.port, "POST", &format!("/_fault?mode={mode}")).unwrap();
-        assert_eq!(st, 204, "setting fault {mode}");
+        let a = http(self.0.port, "POST", &format!("/_fault?mode={mode}"), &[]).unwrap();
+        assert_eq!(a.status, 204, "setting fault {mode}");
     }
 
     /// Clear the fault and the counters.
     pub fn reset(&self) {
-        let (st, _) = http(self.0.port, "POST", "/_reset").unwrap();
-        assert_eq!(st, 204);
+        let a = http(self.0.port, "POST", "/_reset", &[]).unwrap();
+        assert_eq!(a.status, 204);
     }
 
     /// `GET /_stats`: {"gets", "heads", "paths", "ranges", ...}.
     pub fn stats(&self) -> serde_json::Value {
-        let (st, body) = http(self.0.port, "GET", "/_stats").unwrap();
-        assert_eq!(st, 200);
-        serde_json::from_slice(&body).unwrap()
+        let a = http(self.0.port, "GET", "/_stats", &[]).unwrap();
+        assert_eq!(a.status, 200);
+        serde_json::from_slice(&a.body).unwrap()
     }
 
     /// GETs of files served so far (since the last reset).
     pub fn gets(&self) -> u64 {
         self.stats()["gets"].as_u64().unwrap()
+    }
+
+    /// Requests fault `name` (`"5xx"`, `"stall"`, ...) applied to so far.
+    pub fn faulted(&self, name: &str) -> u64 {
+        self.stats()["faulted"][name].as_u64().unwrap_or(0)
+    }
+
+    /// `GET path` with extra header lines.
+    pub fn get(&self, path: &str, headers: &[&str]) -> Answer {
+        http(self.0.port, "GET", path, headers).unwrap()
     }
 }

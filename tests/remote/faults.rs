@@ -4,6 +4,7 @@
 
 use crate::counts::Big;
 use crate::harness::*;
+use crate::servers::*;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
 
@@ -44,11 +45,57 @@ fn base_with_fault(b: &Big, mode: &str) -> Remote {
     r
 }
 
+/// The fault server itself: ranges, ETags, If-Match, and each fault as
+/// its docstring says (else the tests above could pass without a fault).
+#[test]
+fn the_fault_server_does_what_it_says() {
+    let d = tempfile::tempdir().unwrap();
+    let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(d.path().join("f.bin"), &body).unwrap();
+    let Some(s) = Faulty::start(d.path()) else {
+        return;
+    };
+    let a = s.get("/f.bin", &["Range: bytes=100-199"]);
+    assert_eq!((a.status, &a.body[..]), (206, &body[100..200]));
+    assert_eq!(a.header("content-range"), Some("bytes 100-199/10000"));
+    let tag = a.header("etag").unwrap().to_string();
+    let ok = s.get("/f.bin", &["Range: bytes=-10", &format!("If-Match: {tag}")]);
+    assert_eq!((ok.status, &ok.body[..]), (206, &body[9990..]));
+    assert_eq!(s.get("/f.bin", &["If-Match: \"other\""]).status, 412);
+    assert_eq!(s.get("/f.bin", &["Range: bytes=0-1,5-6"]).status, 400);
+    let a = s.get("/_f/ignore-range/f.bin", &["Range: bytes=100-199"]);
+    assert_eq!((a.status, a.body.len()), (200, body.len()));
+    let a = s.get("/_f/short-range/f.bin", &["Range: bytes=100-199"]);
+    assert_eq!(a.header("content-range"), Some("bytes 100-149/10000"));
+    assert_eq!(a.body, body[100..150]);
+    s.set_fault("5xx:2");
+    let codes: Vec<u16> = (0..3).map(|_| s.get("/f.bin", &[]).status).collect();
+    assert_eq!(codes, [503, 503, 200]);
+    s.set_fault("drop&count=1");
+    let a = s.get("/f.bin", &[]);
+    assert_eq!((a.status, a.body.len()), (200, body.len() / 2));
+    assert_eq!(s.get("/f.bin", &[]).body, body);
+    s.set_fault("etag-change&count=1");
+    let a = s.get("/f.bin", &[&format!("If-Match: {tag}")]);
+    assert_eq!(a.status, 200);
+    assert_ne!(a.header("etag"), Some(tag.as_str()));
+    s.set_fault("stall:1&count=1");
+    let t = Instant::now();
+    assert_eq!(s.get("/f.bin", &[]).status, 200);
+    assert!(t.elapsed() >= Duration::from_secs(1));
+    let st = s.stats();
+    assert_eq!(st["faulted"]["5xx"], 2, "{st}");
+    assert_eq!(st["heads"], 0);
+    s.reset();
+    assert_eq!(s.gets(), 0);
+}
+
 #[test]
 fn a_200_to_a_ranged_get_is_refused_never_read_as_the_range() {
     let Some(b) = Big::start() else { return };
     let raw = b.raw("big");
     let ok = exact_or_clear_error(&base_with_fault(&b, "ignore-range"), &raw, "ignore-range");
+    assert!(b.srv.faulted("ignore-range") > 0);
     assert!(!ok, "a 200 answer to a ranged GET was accepted");
 }
 
@@ -57,6 +104,7 @@ fn a_short_content_range_never_gives_wrong_bytes() {
     let Some(b) = Big::start() else { return };
     let raw = b.raw("big");
     exact_or_clear_error(&base_with_fault(&b, "short-range"), &raw, "short-range");
+    assert!(b.srv.faulted("short-range") > 0);
 }
 
 #[test]
@@ -120,6 +168,7 @@ fn a_mount_survives_a_changed_etag_and_a_hung_server() {
     assert!(buf[..] == raw[chunk(0)..chunk(0) + 4096]);
 
     b.srv.set_fault("etag-change");
+    let before = b.srv.faulted("etag-change");
     match f.read_exact_at(&mut buf, chunk(5) as u64) {
         Ok(()) => panic!("read through a handle of a changed object succeeded"),
         Err(e) => assert!(
@@ -127,6 +176,10 @@ fn a_mount_survives_a_changed_etag_and_a_hung_server() {
             "{e}"
         ),
     }
+    assert!(
+        b.srv.faulted("etag-change") > before,
+        "no GET after the change"
+    );
     b.srv.set_fault("none");
     drop(f);
     let f = std::fs::File::open(m.path("big")).unwrap();

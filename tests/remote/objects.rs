@@ -196,3 +196,41 @@ fn caterva2_logs_in_with_a_password_file() {
         o.stderr
     );
 }
+
+/// Plain HTTP with no manifest: the tree is listed by the server's
+/// S3-style XML listing (`?list-type=2&delimiter=/`), directories included.
+#[test]
+fn http_without_a_manifest_lists_by_the_s3_style_listing() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    place(d.path(), "frame/blocks-lz4.b2frame");
+    place(d.path(), "b2nd/array1-2d.b2nd");
+    place(d.path(), "frame/blosclz-delta-ts8-s.b2frame");
+    let Some(srv) = Faulty::start(d.path()) else {
+        return;
+    };
+    let mut r = Remote::http(&srv);
+    r.opts.clear();
+    let mut m = r.mount(&[]);
+    let mut top: Vec<String> = std::fs::read_dir(m.mp())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["b2nd", "frame"]);
+    for (shown, rel) in [
+        ("frame/blocks-lz4", "frame/blocks-lz4.b2frame"),
+        (
+            "frame/blosclz-delta-ts8-s",
+            "frame/blosclz-delta-ts8-s.b2frame",
+        ),
+        ("b2nd/array1-2d.npy", "b2nd/array1-2d.b2nd"),
+    ] {
+        let got = std::fs::read(m.path(shown)).unwrap();
+        assert!(got == reference_bytes(rel), "{shown}");
+    }
+    assert!(srv.stats()["lists"].as_u64().unwrap() > 0);
+    m.unmount();
+}
