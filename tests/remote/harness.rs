@@ -124,9 +124,14 @@ impl Remote {
         run(c, Duration::from_secs(60))
     }
 
-    /// Mount the tree's top with extra `-o` options.
+    /// Mount the tree's top with extra `-o` options (an HTTP URL names a
+    /// directory when it ends in `/`).
     pub fn mount(&self, extra: &[&str]) -> RemoteMount {
-        RemoteMount::start(self, &self.base, extra)
+        let mut src = self.base.clone();
+        if src.starts_with("http") && !src.ends_with('/') {
+            src.push('/');
+        }
+        RemoteMount::start(self, &src, extra)
     }
 }
 
