@@ -20,7 +20,7 @@ chosen either
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
   - per path: GET /_f/MODE/PATH serves PATH with MODE on every request.
 GET /_stats -> JSON {"gets", "heads", "lists", "paths": {path: gets},
-"ranges": [[path, Range]], "faulted": {fault: requests it applied to}};
+"ranges": [[path, Range, If-Match]], "faulted": {fault: requests it applied to}};
 POST /_reset clears them and the fault.
 
 GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
@@ -122,7 +122,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             STATE["gets"] += 1
             STATE["paths"][path] = STATE["paths"].get(path, 0) + 1
-            STATE["ranges"].append([path, rng])
+            STATE["ranges"].append([path, rng, self.headers.get("If-Match")])
         self.serve(path, rng, fault or "")
 
     def listing(self, path, prefix, delimiter):

@@ -160,7 +160,7 @@ fn a_mount_survives_a_changed_etag_and_a_hung_server() {
     }
     let Some(b) = Big::start() else { return };
     let raw = b.raw("big");
-    let mut m = fast(&b).mount(&[]);
+    let mut m = fast(&b).mount(&[MANIFEST]);
     let f = std::fs::File::open(m.path("big")).unwrap();
     let mut buf = vec![0u8; 4096];
     let chunk = |c: usize| c * (2 << 20) + 300_000;

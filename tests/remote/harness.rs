@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// The `-o` option naming the manifest `write_manifest` writes.
+pub const MANIFEST: &str = "manifest=manifest.txt";
+
 /// A tree on a server as `bloscfs` is told to reach it.
 #[derive(Clone, Debug)]
 pub struct Remote {
@@ -56,12 +59,23 @@ impl Remote {
         }
     }
 
-    /// The directory `faulty` serves, listed by its `manifest.txt`.
+    /// The directory `faulty` serves (`.with(MANIFEST)` to list it by its
+    /// manifest, else by the server's S3-style listing).
     pub fn http(f: &Faulty) -> Remote {
         Remote {
             base: f.base(),
-            opts: vec!["manifest=manifest.txt".into()],
+            opts: vec![],
             env: vec![],
+        }
+    }
+
+    /// The URL of the directory `rel` (a sparse frame): plain HTTP tells a
+    /// directory by its trailing `/`.
+    pub fn dir_url(&self, rel: &str) -> String {
+        if self.base.starts_with("http") {
+            format!("{}/", rel.trim_end_matches('/'))
+        } else {
+            rel.to_string()
         }
     }
 
