@@ -9,6 +9,7 @@ use crate::format::frame;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
 use crate::npy::{npy_header, NdLayout};
+pub use crate::open::frame::FrameFiles;
 use crate::srcdir::SourceDir;
 use std::path::Path;
 use std::sync::Arc;
@@ -92,23 +93,34 @@ fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
 /// and, for frames, the header (metalayers); Bloscpack and packed files are
 /// opened (their sizes are not in the first bytes). `Ok(None)`: not a container.
 pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
-    let (src, kind): (Arc<dyn Source>, Kind) = if crate::longpath::is_dir(path) {
+    if crate::longpath::is_dir(path) {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
         let dir = SourceDir::open(path, true).in_file(path)?;
-        (
-            Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?),
-            Kind::SFrame,
-        )
-    } else {
-        let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
-        let head = head_of(src.as_ref(), path)?;
-        match sniff(&head, src.len()) {
-            Some(k) => (src, k),
-            None => return Ok(None),
-        }
-    };
+        let index = Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?);
+        return probe_kind(index, Kind::SFrame, path).map(Some);
+    }
+    probe_source(Arc::new(FileSource::open(path)?), path)
+}
+
+/// Is the byte source `src` a container, and what does it present
+/// ([`probe_path`] for any [`Source`]; `path` names it in messages)?
+pub fn probe_source(src: Arc<dyn Source>, path: &Path) -> Result<Option<Probe>> {
+    let head = head_of(src.as_ref(), path)?;
+    match sniff(&head, src.len()) {
+        Some(kind) => probe_kind(src, kind, path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// What the sparse frame whose index is `index` presents.
+pub fn probe_sframe_index(index: Arc<dyn Source>, path: &Path) -> Result<Probe> {
+    probe_kind(index, Kind::SFrame, path)
+}
+
+/// What a container of a known kind presents.
+fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
     let probe = |len, npy| Probe {
         kind,
         len,
@@ -119,7 +131,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         Kind::Chunk => {
             let head = head_of(src.as_ref(), path)?;
             let h = ChunkHeader::parse(&head).in_file(path)?;
-            Ok(Some(probe(h.nbytes as u64, false)))
+            Ok(probe(h.nbytes as u64, false))
         }
         Kind::Frame | Kind::SFrame => {
             let h = crate::open::frame::read_header(src.as_ref()).in_file(path)?;
@@ -131,9 +143,9 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
             };
             match npy_view(&info, path) {
                 Some(Ok(v @ View::Npy { nd: Some(_), .. })) => {
-                    Ok(Some(probe(v.len(h.nbytes), v.is_npy())))
+                    Ok(probe(v.len(h.nbytes), v.is_npy()))
                 }
-                _ => Ok(Some(probe(h.nbytes, false))),
+                _ => Ok(probe(h.nbytes, false)),
             }
         }
         Kind::Bloscpack | Kind::Packed => {
@@ -141,7 +153,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
             let c = open_source(src.clone(), path, &env)?.ok_or_else(|| {
                 crate::Error::corrupt("container vanished while probing").in_file(path)
             })?;
-            Ok(Some(probe(c.len(), c.view().is_npy())))
+            Ok(probe(c.len(), c.view().is_npy()))
         }
     }
 }
@@ -167,8 +179,14 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
 
 /// Open the sparse frame in the directory `dir` (already opened).
 pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Container> {
-    let path = dir.path().to_path_buf();
-    let index = crate::open::frame::open_sframe_in(dir).in_file(&path)?;
+    open_sframe(&dir, env)
+}
+
+/// Open the sparse frame whose files `files` gives (a local directory or a
+/// prefix of an object store).
+pub fn open_sframe(files: &dyn FrameFiles, env: &Env) -> Result<Container> {
+    let path = files.path().to_path_buf();
+    let index = crate::open::frame::open_sframe_files(files).in_file(&path)?;
     finish(&path, index, env)
 }
 

@@ -11,7 +11,7 @@ use crate::format::frame::{self, FrameHeader, Offset};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{read_vec, FileSource, LazyFileSource, Source};
 use crate::srcdir::SourceDir;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// More chunks than this in one frame is refused: the chunk table costs
@@ -410,27 +410,56 @@ pub fn is_sframe_dir(dir: &Path) -> bool {
     crate::longpath::is_file(&dir.join("chunks.b2frame"))
 }
 
-/// How many stored chunks a sparse frame in `dir` may name: each has a file
-/// of its own there, so twice the directory's entries (and 64 more) leaves
-/// room for chunk files gone missing (their ranges read as errors) while a
-/// lying index cannot make the chunk table (and one source per chunk) any
-/// larger than the directory warrants.
-fn sframe_room(dir: &Path) -> u64 {
-    let entries = crate::longpath::read_dir_names(dir)
-        .map(|d| d.take(MAX_CHUNKS as usize).count() as u64)
-        .unwrap_or(0);
-    entries.saturating_mul(2).saturating_add(64)
+/// How many stored chunks a sparse frame whose directory holds `entries`
+/// entries may name: each has a file of its own there, so twice the entries
+/// (and 64 more) leaves room for chunk files gone missing (their ranges read
+/// as errors) while a lying index cannot make the chunk table (and one
+/// source per chunk) any larger than the directory warrants.
+fn sframe_room(entries: u64) -> u64 {
+    entries.min(MAX_CHUNKS).saturating_mul(2).saturating_add(64)
 }
 
-/// The file of stored chunk number `n` of the sparse frame in `dir`: eight
-/// hex digits and `.chunk`, in `dir` itself, whatever the index says.
-fn chunk_file(dir: &Path, n: u64) -> Result<PathBuf> {
+/// The file name of stored chunk number `n` of a sparse frame: eight hex
+/// digits and `.chunk`, directly in the frame's directory, whatever the
+/// index says.
+fn chunk_file(n: u64) -> Result<String> {
     ensure!(
         n <= u32::MAX as u64,
         corrupt,
         "chunk number {n} is out of range"
     );
-    Ok(dir.join(format!("{n:08X}.chunk")))
+    Ok(format!("{n:08X}.chunk"))
+}
+
+/// The files of a sparse frame, wherever they are kept: a local directory
+/// ([`SourceDir`]) or a prefix of an object store.
+pub trait FrameFiles: Send + Sync {
+    /// The frame's name, for messages.
+    fn path(&self) -> &Path;
+    /// How many entries the frame's directory has (bounds the chunk table).
+    fn entries(&self) -> u64;
+    /// The index, `chunks.b2frame`.
+    fn index(&self) -> Result<Arc<dyn Source>>;
+    /// The chunk file `name` (`XXXXXXXX.chunk`), opened on first read: a
+    /// missing one fails the reads of its chunk only.
+    fn chunk(&self, name: &str) -> Arc<dyn Source>;
+}
+
+impl FrameFiles for Arc<SourceDir> {
+    fn path(&self) -> &Path {
+        SourceDir::path(self)
+    }
+    fn entries(&self) -> u64 {
+        crate::longpath::read_dir_names(SourceDir::path(self))
+            .map(|d| d.take(MAX_CHUNKS as usize).count() as u64)
+            .unwrap_or(0)
+    }
+    fn index(&self) -> Result<Arc<dyn Source>> {
+        Ok(Arc::new(FileSource::open_in(self, "chunks.b2frame")?))
+    }
+    fn chunk(&self, name: &str) -> Arc<dyn Source> {
+        Arc::new(LazyFileSource::in_dir(self.clone(), name))
+    }
 }
 
 /// Open the sparse frame directory `dir` (a link to one is followed).
@@ -445,9 +474,14 @@ pub fn open_sframe(dir: &Path) -> Result<Index> {
 /// directory's descriptor, by [`SourceDir::open_file`]'s rules (a symbolic
 /// link only to a regular file of the directory's owner).
 pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
-    let dir = sdir.path();
-    let index_path = dir.join("chunks.b2frame");
-    let src: Arc<dyn Source> = Arc::new(FileSource::open_in(&sdir, "chunks.b2frame")?);
+    open_sframe_files(&sdir)
+}
+
+/// Open the sparse frame whose files `files` gives. Chunk files are named
+/// from the index numbers (`%08X.chunk`) and opened on first read.
+pub fn open_sframe_files(files: &dyn FrameFiles) -> Result<Index> {
+    let index_path = files.path().join("chunks.b2frame");
+    let src = files.index()?;
     let h = read_header(src.as_ref()).in_file(&index_path)?;
     ensure!(
         h.frame_type == 1,
@@ -455,14 +489,12 @@ pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
         "chunks.b2frame is not a sparse-frame index (frame type {})",
         h.frame_type
     );
-    let max_stored = sframe_room(dir);
+    let max_stored = sframe_room(files.entries());
     let offs = frame_offsets(src.as_ref(), &h, h.header_len, max_stored).in_file(&index_path)?;
     let fixed = h.fixed_chunksize().is_some();
     let mut sources: Vec<Arc<dyn Source>> = vec![src.clone()];
     let chunks = build_chunks(&h, &offs, max_stored, |_, n| {
-        let name = chunk_file(dir, n)?;
-        let name = name.file_name().unwrap_or_default().to_string_lossy();
-        let s: Arc<dyn Source> = Arc::new(LazyFileSource::in_dir(sdir.clone(), &name));
+        let s = files.chunk(&chunk_file(n)?);
         let nbytes = if fixed {
             None
         } else {
@@ -499,23 +531,20 @@ pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
 #[cfg(test)]
 mod tests {
     use super::chunk_file;
-    use std::path::Path;
 
     /// Whatever number a sparse frame's index gives, the chunk file it
     /// names is `XXXXXXXX.chunk` directly inside the frame's directory;
     /// numbers past eight hex digits are refused.
     #[test]
     fn chunk_files_are_named_inside_the_frame_directory() {
-        let dir = Path::new("/data/frame.b2frame");
         let mut ns: Vec<u64> = (0..64).map(|b| 1u64 << b).collect();
         ns.extend([0, 1, 9, 10, 0xdead_beef, u32::MAX as u64]);
         ns.extend([u32::MAX as u64 + 1, u64::MAX, i64::MAX as u64]);
         for n in ns {
-            match chunk_file(dir, n) {
-                Ok(p) => {
+            match chunk_file(n) {
+                Ok(name) => {
                     assert!(n <= u32::MAX as u64, "{n} accepted");
-                    assert_eq!(p.parent(), Some(dir), "{n}: {p:?}");
-                    let name = p.file_name().unwrap().to_str().unwrap();
+                    assert!(!name.contains('/'), "{n}: {name}");
                     let (hex, ext) = name.split_at(8);
                     assert_eq!(ext, ".chunk", "{n}: {name}");
                     assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{n}: {name}");
