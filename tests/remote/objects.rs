@@ -6,6 +6,7 @@ use crate::common::*;
 use crate::harness::*;
 use crate::servers::*;
 use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// The fixture `rel` copied to `dir/rel`.
@@ -14,35 +15,20 @@ fn place(dir: &std::path::Path, rel: &str) {
     copy(&fixture(rel), &dir.join(rel));
 }
 
-/// An object replaced (same key, same length, other bytes) while mounted:
-/// reads through a handle opened before fail for blocks not read yet, never
-/// serving bytes of the new version in the old one's place; a new open
-/// serves the new version whole.
-#[test]
-fn an_object_replaced_while_mounted_fails_old_handles_and_new_opens_see_it() {
-    if !fuse_available() {
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    if big_frames(d.path()).is_none() {
-        return;
-    }
-    let Some(moto) = Moto::start() else { return };
-    let (v1, v2) = (
-        std::fs::read(d.path().join("big.raw")).unwrap(),
-        std::fs::read(d.path().join("big2.raw")).unwrap(),
-    );
-    moto.mkbucket("replaced");
-    moto.put("replaced", "r/x.b2frame", &d.path().join("big.b2frame"));
-    let r = Remote::s3(&moto, "replaced", "r").with("timeout=2");
-    let mut m = r.mount(&[]);
+/// A mounted object replaced (same name, same length, other bytes) by
+/// `replace`: reads through a handle opened before either serve the old
+/// version's bytes (blocks already fetched) or fail, and the block at chunk
+/// 6, never fetched before, fails; a new open past metadata_ttl (1 s, how
+/// long a listing answers stats) serves the new version whole.
+fn replaced_while_mounted(mut m: RemoteMount, dir: &Path, replace: impl FnOnce()) {
+    let v1 = std::fs::read(dir.join("big.raw")).unwrap();
+    let v2 = std::fs::read(dir.join("big2.raw")).unwrap();
     let f = std::fs::File::open(m.path("x")).unwrap();
     let mut buf = vec![0u8; 4096];
     let at = |c: usize| c * (2 << 20) + 300_000;
     f.read_exact_at(&mut buf, at(0) as u64).unwrap();
     assert!(buf[..] == v1[at(0)..at(0) + 4096]);
-
-    moto.put("replaced", "r/x.b2frame", &d.path().join("big2.b2frame"));
+    replace();
     for c in [5, 2] {
         match f.read_exact_at(&mut buf, at(c) as u64) {
             Ok(()) => assert!(
@@ -55,20 +41,61 @@ fn an_object_replaced_while_mounted_fails_old_handles_and_new_opens_see_it() {
             ),
         }
     }
-    // At least the first uncached block must have failed: bytes of the old
-    // version can no longer be fetched.
     assert!(
-        f.read_exact_at(&mut buf, (at(6)) as u64).is_err(),
+        f.read_exact_at(&mut buf, at(6) as u64).is_err(),
         "a block of the replaced object was read through the old handle"
     );
     drop(f);
-    // Listings answer stats for metadata_ttl (1 s): past it, a new open
-    // must find the new version.
     std::thread::sleep(Duration::from_millis(1500));
     let got =
         std::fs::read(m.path("x")).unwrap_or_else(|e| panic!("a new open: {e}\nlog:\n{}", m.log()));
     assert!(got == v2, "a new open: {}", first_diff(&v2, &got));
     m.unmount();
+}
+
+/// S3: another object uploaded under the same key.
+#[test]
+fn an_object_replaced_while_mounted_fails_old_handles_and_new_opens_see_it() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    if big_frames(d.path()).is_none() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("replaced");
+    moto.put("replaced", "r/x.b2frame", &d.path().join("big.b2frame"));
+    let m = Remote::s3(&moto, "replaced", "r")
+        .with("timeout=2")
+        .mount(&[]);
+    replaced_while_mounted(m, d.path(), || {
+        moto.put("replaced", "r/x.b2frame", &d.path().join("big2.b2frame"))
+    });
+}
+
+/// Caterva2 (which ignores If-Match: the ETag of each answer must be
+/// checked): the dataset's file rewritten on the server.
+#[test]
+fn a_caterva2_dataset_replaced_while_mounted_fails_old_handles() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    if big_frames(d.path()).is_none() {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    copy(&d.path().join("big.b2frame"), &top.path().join("x.b2frame"));
+    let Some(c2) = Caterva2::start(top.path()) else {
+        return;
+    };
+    let m = Remote::caterva2(&c2).with("timeout=2").mount(&[]);
+    replaced_while_mounted(m, d.path(), || {
+        let tmp = c2.public().join(".x.tmp");
+        copy(&d.path().join("big2.b2frame"), &tmp);
+        std::fs::rename(&tmp, c2.public().join("x.b2frame")).unwrap();
+    });
 }
 
 /// A public-read bucket: `-o anonymous` reads it with no credentials at
