@@ -99,7 +99,8 @@ fn a_caterva2_dataset_replaced_while_mounted_fails_old_handles() {
 }
 
 /// A public-read bucket: `-o anonymous` reads it with no credentials at
-/// all in the environment.
+/// all in the environment (and is refused, clearly, before the bucket was
+/// made public: the requests are really unsigned).
 #[test]
 fn a_public_bucket_reads_anonymously() {
     let Some(moto) = Moto::start() else { return };
@@ -109,7 +110,6 @@ fn a_public_bucket_reads_anonymously() {
     place(d.path(), "b2nd/array1-2d.b2nd");
     moto.mkbucket("open-data");
     moto.upload("open-data", "", d.path());
-    moto.make_public("open-data");
     let mut r = Remote::s3(&moto, "open-data", "").with("anonymous");
     r.env = [
         "AWS_ACCESS_KEY_ID",
@@ -130,6 +130,13 @@ fn a_public_bucket_reads_anonymously() {
         ),
     ])
     .collect();
+    let o = r.cat(rel, None, &[]);
+    assert!(
+        !o.status.success() && o.stderr.contains("blocks-lz4.b2frame") && o.stdout.is_empty(),
+        "an unsigned read of a private bucket: {}",
+        o.stderr
+    );
+    moto.make_public("open-data");
     let o = r.cat(rel, None, &[]);
     assert!(o.status.success(), "{}", o.stderr);
     assert!(o.stdout == reference_bytes(rel));
