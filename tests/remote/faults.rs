@@ -232,3 +232,49 @@ fn a_hung_server_fails_a_read_in_bounded_time_and_the_mount_recovers() {
     drop(f);
     m.unmount();
 }
+
+/// Through a mount: while one read waits on a stalled request, a read of
+/// another file is served at once (a hung request holds one FUSE thread,
+/// not the daemon); the stalled read then retries and gets exact bytes.
+#[test]
+fn a_stalled_read_does_not_hold_up_other_files() {
+    if !crate::common::fuse_available() {
+        return;
+    }
+    let Some(b) = Big::start() else { return };
+    let (mut m, f, raw) = mounted(&b);
+    let raw2 = b.raw("big2");
+    let f2 = std::fs::File::open(m.path("big2")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    f2.read_exact_at(&mut buf, at(0) as u64).unwrap();
+    b.settled_gets();
+    b.srv.set_fault("stall:4&count=1");
+    let stalled = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 4096];
+        let r = f.read_exact_at(&mut buf, at(5) as u64);
+        (r.map(|()| buf), f)
+    });
+    let t = Instant::now();
+    while b.srv.faulted("stall") == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the read never reached the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t = Instant::now();
+    f2.read_exact_at(&mut buf, at(6) as u64).unwrap();
+    let took = t.elapsed();
+    assert!(buf[..] == raw2[at(6)..at(6) + 4096]);
+    assert!(
+        took < Duration::from_millis(1500),
+        "another file's read took {took:?}"
+    );
+    let (r, f) = stalled.join().unwrap();
+    match r {
+        Ok(got) => assert!(got[..] == raw[at(5)..at(5) + 4096], "the stalled read"),
+        Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}"),
+    }
+    drop((f, f2));
+    m.unmount();
+}
