@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what bloscfs needs on a fresh Debian machine (idempotent):
 # FUSE 3 and attr tools from Debian, and a Python venv with the reference
-# Blosc libraries (test oracles and benchmark contenders) from PyPI.
+# Blosc libraries (test oracles and benchmark contenders) from PyPI, and
+# .venv-servers with the test servers (scripts/servers/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,4 +26,15 @@ if ! .venv/bin/python -c 'import blosc2, blosc, bloscpack, numpy' >/dev/null 2>&
    || ! cmp -s scripts/requirements.txt .venv/.installed-requirements; then
     .venv/bin/pip install -q --disable-pip-version-check -r scripts/requirements.txt
     cp scripts/requirements.txt .venv/.installed-requirements
+fi
+
+# The servers the remote-source tests start on 127.0.0.1 (moto for the S3
+# API, caterva2): their own venv, as caterva2 pins its own python-blosc2.
+if [ ! -x .venv-servers/bin/python ]; then
+    python3 -m venv .venv-servers
+fi
+if [ ! -x .venv-servers/bin/moto_server ] || [ ! -x .venv-servers/bin/cat2-server ] \
+   || ! cmp -s scripts/servers/requirements.txt .venv-servers/.installed-requirements; then
+    .venv-servers/bin/pip install -q --disable-pip-version-check -r scripts/servers/requirements.txt
+    cp scripts/servers/requirements.txt .venv-servers/.installed-requirements
 fi

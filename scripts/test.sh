@@ -20,10 +20,15 @@ rm -rf fixtures-full
 echo "== cross-version fixture matrix (older python-blosc2, python-blosc, numcodecs/zarr, imagecodecs, hdf5plugin)"
 scripts/compat/compat.sh fixtures-compat
 
-# Mount tests need FUSE: in CI its absence is a failure, not a skip.
+# Mount tests need FUSE, remote tests their servers: in CI their absence is
+# a failure, not a skip.
 if [ -n "${CI:-}" ]; then
     [ -e /dev/fuse ] || { echo "FAIL: /dev/fuse missing"; exit 1; }
     command -v fusermount3 >/dev/null || { echo "FAIL: fusermount3 missing"; exit 1; }
+    # The remote-source tests (tests/remote) start these on 127.0.0.1.
+    for s in moto_server cat2-server; do
+        [ -x ".venv-servers/bin/$s" ] || { echo "FAIL: .venv-servers/bin/$s missing"; exit 1; }
+    done
 fi
 
 echo "== cargo test"

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""A threaded HTTP server of a directory, with faults on cue (stdlib only).
+
+    faulty.py DIR [--port N]      prints "listening on PORT" once it serves
+
+GET /PATH serves DIR/PATH: a single `Range: bytes=A-B` (or `A-`, `-N`) gives a
+206 with `Content-Range`; every answer has an `ETag` (size and mtime hashed)
+and `If-Match` with another tag gives a 412. Multi-range requests get a 400.
+
+Faults, by the syntax MODE[:ARG]:
+  ignore-range   200 with the whole body to a ranged request
+  5xx:N          503 to the next N requests
+  drop           headers for the whole answer, half the body, connection closed
+  etag-change    a different ETag (and If-Match not checked), as when the
+                 object was replaced behind a server that ignores If-Match
+  short-range    206 with a Content-Range (and body) half as long as asked
+  stall:SECS     sleep SECS before answering (past the client's timeout)
+chosen either
+  - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
+    next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
+  - per path: GET /_f/MODE/PATH serves PATH with MODE on every request.
+GET /_stats -> JSON {"gets", "heads", "lists", "paths": {path: gets},
+"ranges": [[path, Range, If-Match]], "faulted": {fault: requests it applied to}};
+POST /_reset clears them and the fault.
+
+GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
+(ListObjectsV2, one page) of DIR's files whose relative path starts with P.
+"""
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
+
+ROOT = "."
+LOCK = threading.Lock()
+STATE = {"mode": None, "left": None}
+
+
+def clear_counters():
+    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={})
+
+
+clear_counters()
+
+
+def etag(st, changed=False):
+    h = hashlib.sha1(f"{st.st_size}-{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return f'"{h}{"-changed" if changed else ""}"'
+
+
+def take_fault():
+    """The global fault for this request, counting it down."""
+    with LOCK:
+        mode, left = STATE["mode"], STATE["left"]
+        if mode is None:
+            return None
+        if left is not None:
+            STATE["left"] = left - 1
+            if left - 1 <= 0:
+                STATE["mode"] = STATE["left"] = None
+        return mode
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as clients pool connections
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, code, body=b"", headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        url = urlsplit(self.path)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        with LOCK:
+            if url.path == "/_reset":
+                STATE.update(mode=None, left=None)
+                clear_counters()
+            elif url.path == "/_fault" and "mode" in q:
+                mode = None if q["mode"] == "none" else q["mode"]
+                left = int(q["count"]) if "count" in q else None
+                if mode and mode.startswith("5xx:"):
+                    left = int(mode[4:])
+                STATE.update(mode=mode, left=left)
+            else:
+                return self.answer(404)
+        self.answer(204)
+
+    def do_HEAD(self):
+        with LOCK:
+            STATE["heads"] += 1
+        self.answer(405)
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        path = unquote(url.path)
+        query = parse_qs(url.query)
+        if query.get("list-type") == ["2"]:
+            with LOCK:
+                STATE["lists"] += 1
+            return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"))
+        if path == "/_stats":
+            with LOCK:
+                return self.answer(200, json.dumps(STATE).encode())
+        fault = take_fault()
+        m = re.match(r"/_f/([^/]+)(/.*)", path)
+        if m:
+            fault, path = m.group(1), m.group(2)
+        rng = self.headers.get("Range")
+        with LOCK:
+            STATE["gets"] += 1
+            STATE["paths"][path] = STATE["paths"].get(path, 0) + 1
+            STATE["ranges"].append([path, rng, self.headers.get("If-Match")])
+        self.serve(path, rng, fault or "")
+
+    def listing(self, path, prefix, delimiter):
+        top = os.path.join(ROOT, path.strip("/"))
+        files, dirs = [], set()
+        for d, _, names in os.walk(top):
+            for n in names:
+                rel = os.path.relpath(os.path.join(d, n), top).replace(os.sep, "/")
+                if not rel.startswith(prefix):
+                    continue
+                rest = rel[len(prefix):]
+                if delimiter and "/" in rest:
+                    dirs.add(prefix + rest.split("/")[0] + "/")
+                else:
+                    files.append((rel, os.stat(os.path.join(d, n))))
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{len(files) + len(dirs)}</KeyCount>",
+               "<MaxKeys>100000</MaxKeys><IsTruncated>false</IsTruncated>"]
+        for rel, st in sorted(files):
+            when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime))
+            out.append(f"<Contents><Key>{escape(rel)}</Key><LastModified>{when}</LastModified>"
+                       f"<ETag>{escape(etag(st))}</ETag><Size>{st.st_size}</Size></Contents>")
+        out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in sorted(dirs)]
+        out.append("</ListBucketResult>")
+        self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
+
+    def serve(self, path, rng, fault):
+        if fault:
+            with LOCK:
+                name = fault.split(":")[0]
+                STATE["faulted"][name] = STATE["faulted"].get(name, 0) + 1
+        if fault.startswith("stall:"):
+            time.sleep(float(fault[6:]))
+        if fault.startswith("5xx"):
+            return self.answer(503, b"injected 503")
+        full = os.path.join(ROOT, path.lstrip("/"))
+        if ".." in path.split("/") or not os.path.isfile(full):
+            return self.answer(404, b"not found")
+        st = os.stat(full)
+        tag = etag(st, fault == "etag-change")
+        want = self.headers.get("If-Match")
+        if want and fault != "etag-change" and want != tag:
+            return self.answer(412, b"precondition failed")
+        size, start, end = st.st_size, 0, st.st_size  # end exclusive
+        ranged = rng is not None and fault != "ignore-range"
+        if ranged:
+            m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
+            if not m or not (m.group(1) or m.group(2)):
+                return self.answer(400, b"one range only")
+            if m.group(1):
+                start = int(m.group(1))
+                end = min(size, int(m.group(2)) + 1) if m.group(2) else size
+            else:
+                start = max(0, size - int(m.group(2)))
+            if start >= end:
+                return self.answer(416, headers=[("Content-Range", f"bytes */{size}")])
+            if fault == "short-range":
+                end = start + max(1, (end - start) // 2)
+        with open(full, "rb") as f:
+            f.seek(start)
+            body = f.read(end - start)
+        headers = [("ETag", tag), ("Accept-Ranges", "bytes")]
+        if ranged:
+            headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
+        if fault == "drop":
+            self.send_response(206 if ranged else 200)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.answer(206 if ranged else 200, body, headers)
+
+
+def main():
+    global ROOT
+    args = sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        sys.exit(__doc__)
+    ROOT = args[0]
+    port = int(args[args.index("--port") + 1]) if "--port" in args else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    print(f"listening on {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

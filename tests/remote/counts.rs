@@ -1,0 +1,187 @@
+//! The cost model, counted in requests (loopback cannot model latency):
+//! the fault server counts the GETs it answers, and `--stats` prints the
+//! client's own count (`gets=N`), which must agree with it. The frame is
+//! `big` of gen_remote_data.py: 8 chunks of 2 MiB, blocks of 256 KiB
+//! compressing to about 100 KiB.
+
+use crate::common::*;
+use crate::harness::*;
+use crate::servers::*;
+use std::os::unix::fs::FileExt;
+use std::time::Duration;
+
+const CHUNK: u64 = 2 << 20;
+const BLOCK: u64 = 256 << 10;
+const NCHUNKS: u64 = 8;
+/// GETs a `cat` of the frame may cost: it decodes 4 MiB windows on all
+/// CPUs, so its reads are several interleaved scans racing the read-ahead
+/// (measured 9-19 GETs, the most on the slowest server, Caterva2). One GET
+/// per block would be 64.
+const CAT_SCAN: u64 = 3 * NCHUNKS;
+
+/// `big`/`big2` frames in a directory served by the fault server.
+pub struct Big {
+    pub dir: tempfile::TempDir,
+    pub srv: Faulty,
+    pub r: Remote,
+}
+
+impl Big {
+    pub fn start() -> Option<Big> {
+        let dir = tempfile::tempdir().unwrap();
+        big_frames(dir.path())?;
+        write_manifest(dir.path());
+        let srv = Faulty::start(dir.path())?;
+        let r = Remote::http(&srv);
+        Some(Big { dir, srv, r })
+    }
+
+    /// The uncompressed bytes of `big` (or `big2`).
+    pub fn raw(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.dir.path().join(format!("{name}.raw"))).unwrap()
+    }
+
+    /// The server's GET count once it has stayed the same for 300 ms (GETs
+    /// started in the background are counted with what started them).
+    pub fn settled_gets(&self) -> u64 {
+        let mut last = self.srv.gets();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = self.srv.gets();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+}
+
+#[test]
+fn opening_a_frame_costs_at_most_two_gets_and_no_head() {
+    let Some(b) = Big::start() else { return };
+    let o = b.r.info("big.b2frame", &["--stats"]);
+    assert!(o.status.success(), "{}", o.stderr);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("nchunks:       8"), "{text}");
+    let s = b.srv.stats();
+    assert!(s["gets"].as_u64().unwrap() <= 2, "open: {s}");
+    assert_eq!(s["heads"], 0, "{s}");
+    assert_eq!(
+        o.gets(),
+        s["gets"].as_u64().unwrap(),
+        "--stats disagrees with the server"
+    );
+}
+
+#[test]
+fn a_sequential_scan_costs_about_one_get_per_chunk() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let o = b.r.cat("big.b2frame", None, &["--stats"]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(o.stdout == raw, "cat: {}", first_diff(&raw, &o.stdout));
+    let gets = b.settled_gets();
+    assert!(gets <= CAT_SCAN, "cat of {NCHUNKS} chunks: {gets} GETs");
+    assert_eq!(o.gets(), gets, "--stats disagrees with the server");
+    if !fuse_available() {
+        return;
+    }
+    let mut m = b.r.mount(&[MANIFEST]);
+    b.srv.reset();
+    let got = std::fs::read(m.path("big")).unwrap();
+    assert!(got == raw, "through the mount: {}", first_diff(&raw, &got));
+    let gets = b.settled_gets();
+    assert!(
+        gets <= NCHUNKS + 3,
+        "a read of {NCHUNKS} chunks through the mount: {gets} GETs"
+    );
+    m.unmount();
+}
+
+/// Through a mount: the first random 4 KiB read of a frame costs at most 2
+/// GETs of its own (plus the chunk heads fetched concurrently, one per other
+/// chunk); every later one of a block not read yet costs at most 1.
+#[test]
+fn random_reads_cost_one_get_once_chunk_heads_are_known() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let mut m = b.r.mount(&[MANIFEST]);
+    let _ = std::fs::metadata(m.path("big")).unwrap();
+    b.srv.reset();
+    let f = std::fs::File::open(m.path("big")).unwrap();
+    let opened = b.settled_gets();
+    assert!(opened <= 2, "open: {opened} GETs: {}", b.srv.stats());
+    let at = |c: u64, k: u64| c * CHUNK + k * BLOCK + 4096;
+    let mut buf = vec![0u8; 4096];
+    let read = |off: u64, buf: &mut Vec<u8>| {
+        f.read_exact_at(buf, off).unwrap();
+        assert!(
+            buf[..] == raw[off as usize..off as usize + 4096],
+            "at {off}"
+        );
+    };
+    read(at(3, 2), &mut buf);
+    let first = b.settled_gets() - opened;
+    assert!(
+        first <= 2 + (NCHUNKS - 1),
+        "first random read: {first} GETs: {}",
+        b.srv.stats()
+    );
+    for (c, k) in [(5, 6), (1, 3), (7, 0), (0, 5), (6, 7)] {
+        let before = b.settled_gets();
+        read(at(c, k), &mut buf);
+        let cost = b.settled_gets() - before;
+        assert!(
+            cost <= 1,
+            "random read of chunk {c} block {k}: {cost} GETs: {}",
+            b.srv.stats()["ranges"]
+        );
+    }
+    drop(f);
+    m.unmount();
+}
+
+/// The same counts over S3 (moto has no counter: the client's `--stats`)
+/// and Caterva2's fetch API. (A mount's own scan, one reader, is held to
+/// N + 3 over plain HTTP above.)
+#[test]
+fn s3_and_caterva2_open_and_scan_in_as_few_gets() {
+    let d = tempfile::tempdir().unwrap();
+    if big_frames(d.path()).is_none() {
+        return;
+    }
+    let raw = std::fs::read(d.path().join("big.raw")).unwrap();
+    let pubdir = tempfile::tempdir().unwrap();
+    copy(
+        &d.path().join("big.b2frame"),
+        &pubdir.path().join("big.b2frame"),
+    );
+    let mut remotes = Vec::new();
+    let moto = Moto::start();
+    if let Some(m) = &moto {
+        m.mkbucket("counts");
+        m.upload("counts", "p", pubdir.path());
+        remotes.push(Remote::s3(m, "counts", "p"));
+    }
+    let c2 = Caterva2::start(pubdir.path());
+    if let Some(c) = &c2 {
+        remotes.push(Remote::caterva2(c));
+    }
+    for r in &remotes {
+        let o = r.info("big.b2frame", &["--stats"]);
+        assert!(o.status.success(), "{}: {}", r.base, o.stderr);
+        assert!(o.gets() <= 2, "{}: open: {} GETs", r.base, o.gets());
+        let o = r.cat("big.b2frame", None, &["--stats"]);
+        assert!(o.status.success(), "{}: {}", r.base, o.stderr);
+        assert!(
+            o.stdout == raw,
+            "{}: {}",
+            r.base,
+            first_diff(&raw, &o.stdout)
+        );
+        assert!(o.gets() <= CAT_SCAN, "{}: cat: {} GETs", r.base, o.gets());
+    }
+}

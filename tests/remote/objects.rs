@@ -1,0 +1,273 @@
+//! Object-store behaviour on moto (and a Caterva2 login): an object
+//! replaced while mounted, anonymous access to a public bucket, a listing
+//! of 1,000 containers, credentials for Caterva2.
+
+use crate::common::*;
+use crate::harness::*;
+use crate::servers::*;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The fixture `rel` copied to `dir/rel`.
+fn place(dir: &std::path::Path, rel: &str) {
+    std::fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
+    copy(&fixture(rel), &dir.join(rel));
+}
+
+/// A mounted object replaced (same name, same length, other bytes) by
+/// `replace`: reads through a handle opened before either serve the old
+/// version's bytes (blocks already fetched) or fail, and the block at chunk
+/// 6, never fetched before, fails; a new open past metadata_ttl (1 s, how
+/// long a listing answers stats) serves the new version whole.
+fn replaced_while_mounted(mut m: RemoteMount, dir: &Path, replace: impl FnOnce()) {
+    let v1 = std::fs::read(dir.join("big.raw")).unwrap();
+    let v2 = std::fs::read(dir.join("big2.raw")).unwrap();
+    let f = std::fs::File::open(m.path("x")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let at = |c: usize| c * (2 << 20) + 300_000;
+    f.read_exact_at(&mut buf, at(0) as u64).unwrap();
+    assert!(buf[..] == v1[at(0)..at(0) + 4096]);
+    replace();
+    for c in [5, 2] {
+        match f.read_exact_at(&mut buf, at(c) as u64) {
+            Ok(()) => assert!(
+                buf[..] == v1[at(c)..at(c) + 4096],
+                "chunk {c} of the old handle served other bytes than the old version's"
+            ),
+            Err(e) => assert!(
+                matches!(e.raw_os_error(), Some(libc::EIO) | Some(libc::ESTALE)),
+                "{e}"
+            ),
+        }
+    }
+    assert!(
+        f.read_exact_at(&mut buf, at(6) as u64).is_err(),
+        "a block of the replaced object was read through the old handle"
+    );
+    drop(f);
+    std::thread::sleep(Duration::from_millis(1500));
+    let got =
+        std::fs::read(m.path("x")).unwrap_or_else(|e| panic!("a new open: {e}\nlog:\n{}", m.log()));
+    assert!(got == v2, "a new open: {}", first_diff(&v2, &got));
+    m.unmount();
+}
+
+/// S3: another object uploaded under the same key.
+#[test]
+fn an_object_replaced_while_mounted_fails_old_handles_and_new_opens_see_it() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    if big_frames(d.path()).is_none() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("replaced");
+    moto.put("replaced", "r/x.b2frame", &d.path().join("big.b2frame"));
+    let m = Remote::s3(&moto, "replaced", "r")
+        .with("timeout=2")
+        .mount(&[]);
+    replaced_while_mounted(m, d.path(), || {
+        moto.put("replaced", "r/x.b2frame", &d.path().join("big2.b2frame"))
+    });
+}
+
+/// Caterva2 (which ignores If-Match: the ETag of each answer must be
+/// checked): the dataset's file rewritten on the server.
+#[test]
+fn a_caterva2_dataset_replaced_while_mounted_fails_old_handles() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    if big_frames(d.path()).is_none() {
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    copy(&d.path().join("big.b2frame"), &top.path().join("x.b2frame"));
+    let Some(c2) = Caterva2::start(top.path()) else {
+        return;
+    };
+    let m = Remote::caterva2(&c2).with("timeout=2").mount(&[]);
+    replaced_while_mounted(m, d.path(), || {
+        let tmp = c2.public().join(".x.tmp");
+        copy(&d.path().join("big2.b2frame"), &tmp);
+        std::fs::rename(&tmp, c2.public().join("x.b2frame")).unwrap();
+    });
+}
+
+/// A public-read bucket: `-o anonymous` reads it with no credentials at
+/// all in the environment (and is refused, clearly, before the bucket was
+/// made public: the requests are really unsigned).
+#[test]
+fn a_public_bucket_reads_anonymously() {
+    let Some(moto) = Moto::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let rel = "frame/blocks-lz4.b2frame";
+    place(d.path(), rel);
+    place(d.path(), "b2nd/array1-2d.b2nd");
+    moto.mkbucket("open-data");
+    moto.upload("open-data", "", d.path());
+    let mut r = Remote::s3(&moto, "open-data", "").with("anonymous");
+    r.env = [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), None))
+    .chain([
+        (
+            "AWS_CONFIG_FILE".to_string(),
+            Some("/nonexistent".to_string()),
+        ),
+        (
+            "AWS_SHARED_CREDENTIALS_FILE".to_string(),
+            Some("/nonexistent".to_string()),
+        ),
+    ])
+    .collect();
+    let o = r.cat(rel, None, &[]);
+    assert!(
+        !o.status.success() && o.stderr.contains("blocks-lz4.b2frame") && o.stdout.is_empty(),
+        "an unsigned read of a private bucket: {}",
+        o.stderr
+    );
+    moto.make_public("open-data");
+    let o = r.cat(rel, None, &[]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(o.stdout == reference_bytes(rel));
+    let o = r.cat("b2nd/array1-2d.b2nd", Some((100, 5000)), &[]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(o.stdout == reference_bytes("b2nd/array1-2d.b2nd")[100..5100]);
+    if fuse_available() {
+        let mut m = r.mount(&[]);
+        let got = std::fs::read(m.path("b2nd/array1-2d.npy")).unwrap();
+        assert!(got == reference_bytes("b2nd/array1-2d.b2nd"));
+        m.unmount();
+    }
+}
+
+/// `ls -l` of a prefix of 1,000 small containers finishes (bounded) and
+/// shows every presented size right.
+#[test]
+fn ls_l_of_a_thousand_containers_shows_every_size() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    let small: Vec<String> = matrix()
+        .into_iter()
+        .filter(|f| f.kind.ends_with("chunk") && !f.npy)
+        .map(|f| f.rel)
+        .collect();
+    assert!(small.len() > 20);
+    let d = tempfile::tempdir().unwrap();
+    let mut want = std::collections::BTreeMap::new();
+    for i in 0..1000 {
+        let rel = &small[i % small.len()];
+        let ext = rel.rsplit_once('.').unwrap().1;
+        copy(&fixture(rel), &d.path().join(format!("c{i:04}.{ext}")));
+        want.insert(format!("c{i:04}"), reference_bytes(rel).len() as u64);
+    }
+    moto.mkbucket("many");
+    moto.upload("many", "k", d.path());
+    let r = Remote::s3(&moto, "many", "k");
+    let mut m = r.mount(&[]);
+    let t = Instant::now();
+    let o = std::process::Command::new("ls")
+        .args(["-l", "--time-style=+"])
+        .arg(m.mp())
+        .output()
+        .unwrap();
+    let took = t.elapsed();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut got = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines().skip(1) {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        got.insert(w[w.len() - 1].to_string(), w[4].parse::<u64>().unwrap());
+    }
+    assert_eq!(got.len(), 1000, "entries listed");
+    let wrong: Vec<_> = want
+        .iter()
+        .filter(|(k, v)| got.get(*k) != Some(v))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} sizes wrong: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    eprintln!("ls -l of 1,000 containers on moto: {took:?}");
+    assert!(took < Duration::from_secs(60), "ls -l took {took:?}");
+    m.unmount();
+}
+
+/// `-o user=,password_file=` logs in to Caterva2; a wrong password is a
+/// clear error, and the password never appears in what is printed.
+#[test]
+fn caterva2_logs_in_with_a_password_file() {
+    let d = tempfile::tempdir().unwrap();
+    let rel = "frame/blocks-lz4.b2frame";
+    place(d.path(), rel);
+    let Some(c2) = Caterva2::start(d.path()) else {
+        return;
+    };
+    c2.add_user("reader@example.com", "s3cret-pass");
+    let pw = d.path().join("pw");
+    std::fs::write(&pw, "s3cret-pass\n").unwrap();
+    let r = Remote::caterva2(&c2)
+        .with("user=reader@example.com")
+        .with(&format!("password_file={}", pw.display()));
+    let o = r.cat(rel, None, &[]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(o.stdout == reference_bytes(rel));
+    std::fs::write(&pw, "wrong-pass\n").unwrap();
+    let o = r.cat(rel, None, &[]);
+    assert!(!o.status.success(), "a wrong password was accepted");
+    assert!(
+        !o.stderr.is_empty() && !o.stderr.contains("wrong-pass"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// Plain HTTP with no manifest: the tree is listed by the server's
+/// S3-style XML listing (`?list-type=2&delimiter=/`), directories included.
+#[test]
+fn http_without_a_manifest_lists_by_the_s3_style_listing() {
+    if !fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    place(d.path(), "frame/blocks-lz4.b2frame");
+    place(d.path(), "b2nd/array1-2d.b2nd");
+    place(d.path(), "frame/blosclz-delta-ts8-s.b2frame");
+    let Some(srv) = Faulty::start(d.path()) else {
+        return;
+    };
+    let r = Remote::http(&srv);
+    let mut m = r.mount(&[]);
+    let mut top: Vec<String> = std::fs::read_dir(m.mp())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["b2nd", "frame"]);
+    for (shown, rel) in [
+        ("frame/blocks-lz4", "frame/blocks-lz4.b2frame"),
+        (
+            "frame/blosclz-delta-ts8-s",
+            "frame/blosclz-delta-ts8-s.b2frame",
+        ),
+        ("b2nd/array1-2d.npy", "b2nd/array1-2d.b2nd"),
+    ] {
+        let got = std::fs::read(m.path(shown)).unwrap();
+        assert!(got == reference_bytes(rel), "{shown}");
+    }
+    assert!(srv.stats()["lists"].as_u64().unwrap() > 0);
+    m.unmount();
+}
