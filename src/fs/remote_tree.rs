@@ -44,6 +44,9 @@ pub struct RemoteTree {
     remote: Remote,
     ttl: Duration,
     seen: Mutex<HashMap<String, Seen>>,
+    /// Directories listed whole, and when: a key under one that the
+    /// listing did not show is not there (no request to learn it).
+    listed: Mutex<HashMap<String, Instant>>,
     /// Directories and objects are shown as the mounting user's.
     uid: u32,
     gid: u32,
@@ -62,6 +65,7 @@ impl RemoteTree {
             remote,
             ttl,
             seen: Mutex::new(HashMap::new()),
+            listed: Mutex::new(HashMap::new()),
             // SAFETY: getuid and getgid cannot fail and touch no memory.
             uid: unsafe { libc::getuid() },
             // SAFETY: as above.
@@ -93,17 +97,33 @@ impl RemoteTree {
         self.seen.lock().insert(key, Seen { at, node });
     }
 
-    /// What `key` is: from a listing younger than the TTL, else asked.
+    /// What `key` is: from a listing younger than the TTL; else from a
+    /// fresh listing of its directory (one request answers a lookup's
+    /// every candidate name, and a directory's every entry); else asked.
     fn node(&self, key: &str) -> std::io::Result<Node> {
         if key.is_empty() {
             return Ok(Node::Dir);
         }
-        if let Some(s) = self.seen.lock().get(key) {
-            if s.at.elapsed() < self.ttl {
-                return Ok(s.node.clone());
+        let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
+        for attempt in 0..2 {
+            if let Some(s) = self.seen.lock().get(key) {
+                if s.at.elapsed() < self.ttl {
+                    return Ok(s.node.clone());
+                }
+            }
+            let fresh = self
+                .listed
+                .lock()
+                .get(parent)
+                .is_some_and(|t| t.elapsed() < self.ttl);
+            if fresh {
+                return Err(enoent());
+            }
+            if attempt == 0 && self.list_key(parent).is_err() {
+                break;
             }
         }
-        let node = match self.remote.stat(key) {
+        let node = match self.remote.stat(key).map_err(os_err) {
             Ok(Entry::Dir) => Node::Dir,
             Ok(Entry::Object(o)) => Node::Object(o),
             Err(e) => {
@@ -159,9 +179,38 @@ impl RemoteTree {
         }
     }
 
+    /// The names in directory `key`, each entry remembered with what the
+    /// listing says of it.
+    fn list_key(&self, key: &str) -> std::io::Result<Vec<OsString>> {
+        let listing = self.remote.list(key).map_err(os_err)?;
+        let child = |name: &str| match key {
+            "" => name.to_string(),
+            k => format!("{k}/{name}"),
+        };
+        let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
+        for d in listing.dirs {
+            self.remember(child(&d), Node::Dir);
+            names.push(OsString::from(d));
+        }
+        for o in listing.objects {
+            let Some(name) = o.key.rsplit('/').next().map(str::to_string) else {
+                continue;
+            };
+            // An object named like its directory ("a/" kept as a marker)
+            // is not an entry.
+            if name.is_empty() {
+                continue;
+            }
+            self.remember(child(&name), Node::Object(o));
+            names.push(OsString::from(name));
+        }
+        self.listed.lock().insert(key.to_string(), Instant::now());
+        Ok(names)
+    }
+
     /// The files of the sparse frame under `key`: one listing of its prefix.
     fn frame_files(&self, key: &str, path: &Path) -> std::io::Result<RemoteFrame> {
-        let listing = self.remote.list(key)?;
+        let listing = self.remote.list(key).map_err(os_err)?;
         let objects = listing
             .objects
             .into_iter()
@@ -204,6 +253,21 @@ fn time_of(t: SystemTime) -> Time {
     }
 }
 
+/// A remote error as the errno it stands for (the presented tree replies
+/// with `raw_os_error`), its message logged unless it says "not there".
+fn os_err(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let n = bloscfs_remote::errno_of(&e);
+    if n == libc::ENOENT {
+        log::debug!("{e}");
+    } else {
+        log::warn!("{e}");
+    }
+    std::io::Error::from_raw_os_error(n)
+}
+
 fn enoent() -> std::io::Error {
     std::io::Error::from_raw_os_error(libc::ENOENT)
 }
@@ -222,30 +286,7 @@ impl SourceTree for RemoteTree {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
-        let key = self.key(dir)?;
-        let listing = self.remote.list(&key)?;
-        let child = |name: &str| match key.as_str() {
-            "" => name.to_string(),
-            k => format!("{k}/{name}"),
-        };
-        let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
-        for d in listing.dirs {
-            self.remember(child(&d), Node::Dir);
-            names.push(OsString::from(d));
-        }
-        for o in listing.objects {
-            let Some(name) = o.key.rsplit('/').next().map(str::to_string) else {
-                continue;
-            };
-            // An object named like its directory ("a/" kept as a marker)
-            // is not an entry.
-            if name.is_empty() {
-                continue;
-            }
-            self.remember(child(&name), Node::Object(o));
-            names.push(OsString::from(name));
-        }
-        Ok(names)
+        self.list_key(&self.key(dir)?)
     }
 
     fn stat(&self, path: &Path) -> std::io::Result<Meta> {

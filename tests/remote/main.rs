@@ -11,5 +11,6 @@ mod servers;
 mod counts;
 mod faults;
 mod harness;
+mod lookups;
 mod matrix;
 mod objects;

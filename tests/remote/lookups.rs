@@ -1,0 +1,66 @@
+//! What a lookup costs on a remote tree: a name is resolved from one
+//! listing of its directory, whatever candidate source names it has
+//! (`x.npy` may be `x.b2nd`, `x.b2frame`, `x`, ...), never one request per
+//! candidate.
+
+use crate::common::*;
+use crate::harness::*;
+use crate::servers::*;
+use std::collections::HashMap;
+use std::process::Command;
+
+/// The mount's `user.bloscfs.stats`, as numbers.
+fn stats(m: &RemoteMount) -> HashMap<String, u64> {
+    let out = Command::new("getfattr")
+        .args([
+            "-n",
+            "user.bloscfs.stats",
+            "--only-values",
+            "--absolute-names",
+        ])
+        .arg(m.mp())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "getfattr failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap_or(0)))
+        .collect()
+}
+
+#[test]
+fn opening_a_file_of_an_unlisted_directory_costs_one_listing() {
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    copy(&fixture("b2nd/array1-2d.b2nd"), &sub.join("x.b2nd"));
+    for i in 0..20 {
+        std::fs::write(sub.join(format!("other{i}.txt")), b"plain").unwrap();
+    }
+    moto.mkbucket("lookups");
+    moto.upload("lookups", "p", dir.path());
+    let r = Remote::s3(&moto, "lookups", "p");
+    let mut m = r.mount(&["xattr", "metadata_ttl=60"]);
+    let before = stats(&m);
+    let got = std::fs::read(m.path("sub/x.npy")).unwrap();
+    let want = reference_bytes("b2nd/array1-2d.b2nd");
+    assert!(got == want, "{}", first_diff(&want, &got));
+    let after = stats(&m);
+    let d = |k: &str| after[k] - before[k];
+    // The listing of sub/ (and of the root if it was not kept), and the
+    // object's head and tail.
+    assert!(
+        d("remote_lists") <= 2 && d("remote_gets") <= 2,
+        "lookup, open and read: {} listings, {} GETs",
+        d("remote_lists"),
+        d("remote_gets")
+    );
+    // Another name in the same directory: nothing more to list.
+    assert!(std::fs::metadata(m.path("sub/missing.npy")).is_err());
+    let again = stats(&m);
+    assert_eq!(again["remote_lists"], after["remote_lists"]);
+    assert_eq!(again["remote_gets"], after["remote_gets"]);
+    m.unmount();
+}
