@@ -85,6 +85,8 @@ pub mod parse; // public for the fuzz target only
 mod requests;
 mod session;
 mod spans;
+#[cfg(test)]
+mod tests;
 
 pub use location::Location;
 pub use net::{errno_of, Stats};
