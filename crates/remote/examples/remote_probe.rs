@@ -169,7 +169,10 @@ fn random(remote: &Remote, c: &blosc_decode::container::Container, n: u64) -> R<
         per.push((b.gets - a.gets, t.elapsed().as_micros()));
     }
     let gets: Vec<u64> = per.iter().map(|p| p.0).collect();
-    eprintln!("random 4 KiB reads, GETs each: {gets:?}");
+    let mut us: Vec<u128> = per.iter().skip(2).map(|p| p.1).collect();
+    us.sort_unstable();
+    let p50 = us.get(us.len() / 2).copied().unwrap_or(0);
+    eprintln!("random 4 KiB reads, GETs each: {gets:?}; p50 after the first two {p50} us");
     Ok(())
 }
 

@@ -49,10 +49,12 @@
 //! - A sequential scan starts a read-ahead window (parts of 1.125 MiB
 //!   doubling to 8 MiB, at most half the span cache ahead of the reader):
 //!   a scan of N bytes costs about N / 8 MiB GETs. A jump aborts it.
-//! - `stat` of an object of unknown size (an HTTP or Caterva2 object): one
-//!   GET of its last 256 KiB, kept in the span cache for the open after it.
-//!   Listings: one request per 1,000 S3 keys; the sizes a Caterva2 listing
-//!   or a size-less manifest line lacks are probed 16 at a time.
+//! - [`Remote::stat`] of an object: one GET of its last 256 KiB (its size,
+//!   ETag and mtime come with it), kept in the span cache for the open
+//!   after it; the open then costs one more GET (the head). A directory
+//!   costs that GET (a 404) and one listing. Objects from a listing need no
+//!   stat. Listings: one request per 1,000 S3 keys; the sizes a Caterva2
+//!   listing or a size-less manifest line lacks are probed 16 at a time.
 //!
 //! # Versions
 //! An object is read as the version its [`Object`] describes: every ranged
@@ -83,6 +85,8 @@ pub mod parse; // public for the fuzz target only
 mod requests;
 mod session;
 mod spans;
+#[cfg(test)]
+mod tests;
 
 pub use location::Location;
 pub use net::{errno_of, Stats};
