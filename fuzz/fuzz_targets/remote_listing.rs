@@ -1,22 +1,42 @@
-//! What remote servers send that bloscfs parses: a manifest, an S3-style XML
-//! listing, a Caterva2 listing, and the URLs users type. Each gives a value
-//! or an error, never a panic; a manifest's paths become a tree whose every
-//! path is found again.
+//! Remote listings: URLs, manifests, S3-style XML listings and Caterva2
+//! `/api/list` answers, as the remote crate parses them from a server.
 #![no_main]
-use bloscfs_remote::parse;
+
+use bloscfs_remote::parse::{caterva2_list, manifest, xml_listing, Tree};
+use bloscfs_remote::Location;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = parse::caterva2_list(data);
-    let Ok(text) = std::str::from_utf8(data) else {
+    let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    let _ = parse::xml_listing(text);
-    let _ = bloscfs_remote::Location::parse(text);
-    if let Ok(items) = parse::manifest(text) {
-        let tree = parse::Tree::new(items.clone());
-        for (path, _) in &items {
-            assert!(tree.file(path).is_some(), "{path:?} lost from the tree");
+    let text = String::from_utf8_lossy(rest);
+    match which % 4 {
+        0 => {
+            if let Ok(items) = manifest(&text) {
+                let tree = Tree::new(items.iter().cloned());
+                for (path, _) in &items {
+                    if let Some((dir, _)) = path.rsplit_once('/') {
+                        assert!(tree.level(dir).is_some());
+                    }
+                }
+            }
+        }
+        1 => {
+            let _ = xml_listing(&text);
+        }
+        2 => {
+            if let Ok(names) = caterva2_list(rest) {
+                let tree = Tree::new(names.into_iter().map(|n| (n, None)));
+                let _ = tree.level("");
+            }
+        }
+        _ => {
+            if let Some(Ok(loc)) = Location::parse(&text) {
+                // Display gives back a URL that parses to the same place.
+                let again = Location::parse(&loc.to_string());
+                assert!(matches!(again, Some(Ok(ref l)) if *l == loc), "{loc:?}");
+            }
         }
     }
 });

@@ -7,7 +7,9 @@
 # also gets one valid stream per codec if python-blosc2 is available
 # (.venv/bin/python, or $PYTHON), and `zfp` ZFP block streams likewise;
 # `npy_layout` also gets every dtype text of
-# tests/fixtures/writers/dtype/descrs-*.json.
+# tests/fixtures/writers/dtype/descrs-*.json; `remote_listing` a URL, a
+# manifest, an S3 XML listing and a Caterva2 list (each after its selector
+# byte).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 t=$1
@@ -38,6 +40,13 @@ for row in json.load(open(sys.argv[1]))["dtypes"]:
     open(f"{sys.argv[2]}/dtype-{hashlib.sha1(data).hexdigest()[:12]}", "wb").write(data)
 PY
     done
+    ;;
+remote_listing)
+    printf '\0# comment\n12 a/b.b2frame\nc d.b2nd\n' >"$c/manifest"
+    printf '\1<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t&amp;1</NextContinuationToken><Contents><Key>d/x</Key><Size>3</Size><ETag>&quot;a&quot;</ETag><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents><CommonPrefixes><Prefix>d/s/</Prefix></CommonPrefixes></ListBucketResult>' >"$c/xml"
+    printf '\2["a.b2nd", "d/e.b2frame", "../x"]' >"$c/caterva2"
+    printf '\3caterva2://127.0.0.1:8000/@public/dir/x.b2nd' >"$c/url-c2"
+    printf '\3s3://bucket/some//prefix/' >"$c/url-s3"
     ;;
 codecs)
     py=${PYTHON:-.venv/bin/python}

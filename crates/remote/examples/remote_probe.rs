@@ -6,7 +6,8 @@
 //! remote_probe cat   URL KEY [OFFSET LEN]   # decoded bytes to stdout
 //! remote_probe scan  URL KEY [BUF]          # sequential read of all decoded bytes
 //! remote_probe random URL KEY N             # N cold random 4 KiB reads
-//! remote_probe pin   URL KEY SHELL-COMMAND  # open, run the command, read raw
+//! remote_probe pin   URL KEY SHELL-COMMAND  # open, read, run the command, read
+//! remote_probe par   URL KEY LOCAL T N      # T threads x N random reads, compared
 //! ```
 //! Options from the environment: `REMOTE_ENDPOINT`, `REMOTE_REGION`,
 //! `REMOTE_ANONYMOUS=1`, `REMOTE_MANIFEST`, `REMOTE_USER`,
@@ -79,6 +80,8 @@ fn run() -> R<()> {
                 return Err("a directory".into());
             };
             let src = remote.open(&obj);
+            let mut first = vec![0; 100];
+            blosc_decode::io::Source::read_exact_at(&*src, 0, &mut first)?;
             std::process::Command::new("sh")
                 .arg("-c")
                 .arg(arg(3))
@@ -98,7 +101,7 @@ fn run() -> R<()> {
                 now.etag
             );
         }
-        "cat" | "scan" | "random" => {
+        "cat" | "scan" | "random" | "par" => {
             let Entry::Object(obj) = remote.stat(arg(2))? else {
                 return Err("a directory".into());
             };
@@ -136,6 +139,11 @@ fn run() -> R<()> {
                     println!("fnv1a {h:016x} of {off} bytes");
                     eprintln!("scan {:.1} MB/s: {}", off as f64 / s / 1e6, delta(t2, t3));
                 }
+                "par" => {
+                    let local = blosc_decode::open_path(arg(3).as_ref())?.ok_or("local?")?;
+                    par(&c, &local, arg(4).parse()?, arg(5).parse()?)?;
+                    eprintln!("par: {}", delta(t2, remote.stats()));
+                }
                 _ => random(&remote, &c, arg(3).parse().unwrap_or(20))?,
             }
         }
@@ -163,4 +171,54 @@ fn random(remote: &Remote, c: &blosc_decode::container::Container, n: u64) -> R<
     let gets: Vec<u64> = per.iter().map(|p| p.0).collect();
     eprintln!("random 4 KiB reads, GETs each: {gets:?}");
     Ok(())
+}
+
+/// `threads` threads each read `n` random ranges of `remote` and `local`
+/// (up to 1 MiB, at random offsets) and compare them.
+fn par(
+    remote: &blosc_decode::container::Container,
+    local: &blosc_decode::container::Container,
+    threads: u64,
+    n: u64,
+) -> R<()> {
+    assert_eq!(remote.len(), local.len());
+    let len = remote.len();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<u64, String> {
+                    let mut x = 0x9E3779B97F4A7C15u64 ^ ((t + 1) * 0x1234567);
+                    let (mut a, mut b) = (vec![0; 1 << 20], vec![0; 1 << 20]);
+                    for i in 0..n {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let off = x % len;
+                        let l = ((x >> 40) % (1 << 20)).min(len - off) as usize;
+                        // Every 4th thread reads sequentially.
+                        let off = if t % 4 == 0 {
+                            (i * (1 << 20)) % len
+                        } else {
+                            off
+                        };
+                        let l = l.min((len - off) as usize);
+                        remote
+                            .read_at(off, &mut a[..l])
+                            .map_err(|e| e.to_string())?;
+                        local.read_at(off, &mut b[..l]).map_err(|e| e.to_string())?;
+                        if a[..l] != b[..l] {
+                            return Err(format!("thread {t}: bytes differ at {off} +{l}"));
+                        }
+                    }
+                    Ok(n)
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for h in hs {
+            total += h.join().map_err(|_| "panic")??;
+        }
+        eprintln!("par: {total} reads compared equal");
+        Ok::<_, Box<dyn std::error::Error>>(())
+    })
 }

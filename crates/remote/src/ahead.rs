@@ -1,119 +1,138 @@
 //! Sequential read-ahead policy of one object (no I/O here: it says which
 //! byte ranges to fetch, and the object fetches them).
 //!
-//! Reads that each start where the previous ones ended (within [`GAP`]
-//! forward, or anywhere in the range already fetched ahead) form a scan;
-//! once a scan has read [`TRIGGER`] bytes or [`TRIGGER_READS`] reads, the
-//! window opens: parts of [`FIRST_PART`] doubling to [`MAX_PART`], issued
-//! while the fetched-ahead frontier is less than four parts (at most
-//! `max_window`, half the span cache) ahead of the reader and fewer than
-//! [`MAX_INFLIGHT`] parts are in flight. A read anywhere else is a jump: the
-//! parts in flight are aborted and the window closes.
+//! Reads that each start where an earlier one ended (within [`GAP`]
+//! forward, or anywhere in the range already fetched ahead of it) form a
+//! scan; an object follows up to [`STREAMS`] scans at once (several readers
+//! of one file, as the FUSE threads interleave them). Once a scan has read
+//! [`TRIGGER`] bytes in [`TRIGGER_READS`] reads, its window opens: parts of
+//! [`FIRST_PART`] doubling to [`MAX_PART`], each issued when it ends at most
+//! four parts ahead of the reader, while the object's scans together stay
+//! within `max_window` (half the span cache) ahead of their readers. A read
+//! that continues no scan starts a new one in place of the least recently
+//! used: that scan is forgotten, and its parts in flight land in the span
+//! cache (they are never aborted: another reader may be waiting for them).
 
 use std::ops::Range;
-use tokio::task::AbortHandle;
 
 /// First read-ahead part (as mountpoint-s3's first request).
 pub const FIRST_PART: u64 = 1152 << 10;
 /// Largest read-ahead part.
 pub const MAX_PART: u64 = 8 << 20;
-/// Most parts in flight per object.
-pub const MAX_INFLIGHT: usize = 16;
-/// A read starting at most this far past the previous one's end continues
-/// a scan (the container's block reads are contiguous).
+/// A read starting at most this far past a scan's end continues it (the
+/// container's block reads are contiguous).
 pub const GAP: u64 = 64 << 10;
-/// Reads ending at most this far before the scan's furthest end (out of
+/// Reads ending at most this far before a scan's furthest end (out of
 /// order: parallel FUSE threads) continue it too.
 pub const BACK: u64 = 1 << 20;
-/// Bytes or reads of a scan before read-ahead starts: a random read (a
-/// chunk head, then one block) stays under both.
-pub const TRIGGER: u64 = 1 << 20;
+/// Bytes and reads of a scan before read-ahead starts: a container's open
+/// (small reads) stays under the first, a random read (a chunk header, its
+/// block starts, one block) under the second.
+pub const TRIGGER: u64 = 256 << 10;
 pub const TRIGGER_READS: u32 = 4;
+/// Scans followed per object.
+pub const STREAMS: usize = 4;
 
-/// What the object should do after a read.
-pub enum Step {
-    Nothing,
-    /// A jump: abort these parts.
-    Jump(Vec<AbortHandle>),
-    /// Fetch these byte ranges (and hand their handles to `started`).
-    Fetch(Vec<Range<u64>>),
+/// One scan.
+#[derive(Clone, Debug)]
+struct Scan {
+    /// End of its furthest read.
+    end: u64,
+    reads: u32,
+    bytes: u64,
+    /// Everything below this is fetched or being fetched (0: no window).
+    frontier: u64,
+    /// Size of its next part.
+    part: u64,
+    /// When it was last read (a counter), for replacement.
+    used: u64,
+}
+
+impl Scan {
+    fn ahead(&self) -> u64 {
+        self.frontier.saturating_sub(self.end)
+    }
 }
 
 /// The read-ahead state of one object.
 pub struct Ahead {
-    /// End of the furthest read of the current scan.
-    end: u64,
-    /// Reads and bytes of the current scan.
-    reads: u32,
-    bytes: u64,
-    /// Everything below this is fetched or being fetched (0: window closed).
-    frontier: u64,
-    /// Size of the next part.
-    part: u64,
+    scans: Vec<Scan>,
     max_window: u64,
-    tasks: Vec<AbortHandle>,
+    clock: u64,
 }
 
 impl Ahead {
-    /// A closed window that never runs more than `max_window` bytes ahead.
+    /// No scans yet; never more than `max_window` bytes ahead in total.
     pub fn new(max_window: u64) -> Self {
         Ahead {
-            end: 0,
-            reads: 0,
-            bytes: 0,
-            frontier: 0,
-            part: FIRST_PART,
+            scans: Vec::new(),
             max_window: max_window.max(FIRST_PART),
-            tasks: Vec::new(),
+            clock: 0,
         }
     }
 
-    /// A read of `len` bytes at `offset` of an object of `size` bytes.
-    pub fn on_read(&mut self, offset: u64, len: u64, size: u64) -> Step {
+    /// A read of `len` bytes at `offset` of an object of `size` bytes: the
+    /// byte ranges to fetch ahead of it.
+    pub fn on_read(&mut self, offset: u64, len: u64, size: u64) -> Vec<Range<u64>> {
         let end = offset + len;
-        let reach = self.end.max(self.frontier) + GAP;
-        let scan = self.reads > 0 && end + BACK >= self.end && offset <= reach;
-        if !scan {
-            let old = std::mem::take(&mut self.tasks);
-            let had = self.frontier > 0;
-            *self = Ahead {
+        self.clock += 1;
+        let found = self
+            .scans
+            .iter()
+            .position(|s| end + BACK >= s.end && offset <= s.end.max(s.frontier) + GAP);
+        let Some(i) = found else {
+            let new = Scan {
                 end,
                 reads: 1,
                 bytes: len,
-                ..Ahead::new(self.max_window)
+                frontier: 0,
+                part: FIRST_PART.min(self.max_window),
+                used: self.clock,
             };
-            return if had { Step::Jump(old) } else { Step::Nothing };
+            if self.scans.len() < STREAMS {
+                self.scans.push(new);
+            } else if let Some(old) = self.scans.iter_mut().min_by_key(|s| s.used) {
+                *old = new;
+            }
+            return Vec::new();
+        };
+        let others: u64 = (self.scans.iter().enumerate())
+            .filter(|&(j, _)| j != i)
+            .map(|(_, s)| s.ahead())
+            .sum();
+        let active = 1
+            + (self.scans.iter().enumerate())
+                .filter(|&(j, s)| j != i && s.frontier > 0)
+                .count() as u64;
+        // Its share of the window, and what the others leave of it.
+        let budget = (self.max_window / active).min(self.max_window.saturating_sub(others));
+        let s = &mut self.scans[i];
+        s.used = self.clock;
+        s.end = s.end.max(end);
+        s.reads += 1;
+        s.bytes += len;
+        if s.bytes < TRIGGER || s.reads < TRIGGER_READS {
+            return Vec::new();
         }
-        self.end = self.end.max(end);
-        self.reads += 1;
-        self.bytes += len;
-        if self.bytes < TRIGGER && self.reads < TRIGGER_READS {
-            return Step::Nothing;
-        }
-        self.tasks.retain(|t| !t.is_finished());
-        let ahead = (4 * self.part).min(self.max_window);
-        let target = (self.end + ahead).min(size);
+        let want = 4 * s.part;
+        let target = (s.end + want.min(budget)).min(size);
+        s.frontier = s.frontier.max(s.end);
         let mut parts = Vec::new();
-        self.frontier = self.frontier.max(self.end);
-        while self.frontier < size
-            && self.frontier + self.part.min(size - self.frontier) <= target
-            && self.tasks.len() + parts.len() < MAX_INFLIGHT
-        {
-            let p = self.frontier..(self.frontier + self.part).min(size);
-            self.frontier = p.end;
-            parts.push(p);
-            self.part = (self.part * 2).min(MAX_PART).min(self.max_window);
+        let mut push = |s: &mut Scan, end: u64| {
+            parts.push(s.frontier..end);
+            s.frontier = end;
+            s.part = (s.part * 2).min(MAX_PART).min(self.max_window);
+        };
+        while s.frontier < size && s.frontier + s.part.min(size - s.frontier) <= target {
+            let end = (s.frontier + s.part).min(size);
+            push(s, end);
         }
-        if parts.is_empty() {
-            Step::Nothing
-        } else {
-            Step::Fetch(parts)
+        // Short of budget: a part cut to what is left, if a first part's
+        // worth.
+        if budget < want && target >= s.frontier + FIRST_PART {
+            push(s, target);
         }
-    }
-
-    /// The parts just started (to abort on a jump).
-    pub fn started(&mut self, handles: Vec<AbortHandle>) {
-        self.tasks.extend(handles);
+        parts
     }
 }
 
@@ -123,23 +142,40 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    fn parts(s: Step) -> Vec<Range<u64>> {
-        match s {
-            Step::Fetch(p) => p,
-            _ => vec![],
+    #[test]
+    fn an_open_never_starts_read_ahead() {
+        // A frame's open: header fields, metalayers, trailer, offsets.
+        let mut a = Ahead::new(32 * MIB);
+        let size = 100 * MIB;
+        for (o, l) in [
+            (0, 128),
+            (0, 24),
+            (0, 97),
+            (size - 238, 32),
+            (size - 238, 203),
+        ] {
+            assert!(a.on_read(o, l, size).is_empty());
+        }
+        for (o, l) in [(97, 32), (129, 64), (193, 30_000), (30_193, 32)] {
+            assert!(a.on_read(o, l, size).is_empty());
         }
     }
 
     #[test]
     fn a_random_read_never_starts_read_ahead() {
         let mut a = Ahead::new(32 * MIB);
-        // chunk head then one block, at three places far apart
-        for at in [500 * MIB, 10 * MIB, 300 * MIB] {
-            assert!(matches!(a.on_read(at, 8 << 10, 1 << 40), Step::Nothing));
-            assert!(matches!(
-                a.on_read(at + 9000, 256 << 10, 1 << 40),
-                Step::Nothing
-            ));
+        // chunk head then one block, at places far apart
+        for at in [
+            500 * MIB,
+            10 * MIB,
+            300 * MIB,
+            700 * MIB,
+            20 * MIB,
+            900 * MIB,
+        ] {
+            assert!(a.on_read(at, 32, 1 << 40).is_empty());
+            assert!(a.on_read(at + 32, 64, 1 << 40).is_empty());
+            assert!(a.on_read(at + 9000, 1 << 20, 1 << 40).is_empty());
         }
     }
 
@@ -150,7 +186,7 @@ mod tests {
         let mut off = 0;
         let mut got = Vec::new();
         for _ in 0..200 {
-            got.extend(parts(a.on_read(off, 256 << 10, size)));
+            got.extend(a.on_read(off, 256 << 10, size));
             off += 256 << 10;
         }
         assert_eq!(got[0].start, 4 * (256 << 10), "starts after the 4th read");
@@ -173,7 +209,7 @@ mod tests {
         let mut a = Ahead::new(2 * MIB);
         let mut got = Vec::new();
         for i in 0..8 {
-            got.extend(parts(a.on_read(i * MIB, MIB, 5 * MIB + 7)));
+            got.extend(a.on_read(i * MIB, MIB, 5 * MIB + 7));
         }
         assert_eq!(got.last().unwrap().end, 5 * MIB + 7);
         assert!(got.iter().all(|r| r.end - r.start <= 2 * MIB));
@@ -190,25 +226,52 @@ mod tests {
         a.on_read(size - 240, 240, size);
         let mut got = Vec::new();
         for i in 0..40 {
-            got.extend(parts(a.on_read(100 + i * 30_000, 30_000, size)));
+            got.extend(a.on_read(100 + i * 30_000, 30_000, size));
         }
-        assert_eq!(got.first().map(|r| r.start), Some(100 + 4 * 30_000));
+        assert_eq!(got.first().map(|r| r.start), Some(100 + 9 * 30_000));
         assert_eq!(got.last().map(|r| r.end), Some(size));
     }
 
     #[test]
-    fn a_jump_closes_the_window_and_reports_it() {
+    fn random_reads_between_do_not_break_a_scan() {
         let mut a = Ahead::new(32 * MIB);
-        for i in 0..8 {
-            a.on_read(i * MIB, MIB, 1 << 40);
+        let size = 1 << 40;
+        let mut got = Vec::new();
+        for i in 0..64 {
+            got.extend(a.on_read(i * MIB, MIB, size));
+            // another reader, far away, random
+            a.on_read((1 << 39) | ((i * 7919 * MIB) % (1 << 38)), 4096, size);
         }
-        assert!(a.frontier > 8 * MIB);
-        assert!(matches!(a.on_read(900 * MIB, 4096, 1 << 40), Step::Jump(_)));
-        assert_eq!(a.frontier, 0);
-        // Reads slightly out of order stay in the scan.
+        assert!(
+            got.last().unwrap().end >= 64 * MIB,
+            "the scan kept its window"
+        );
+        for w in got.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+    }
+
+    #[test]
+    fn two_scans_share_the_window() {
+        let mut a = Ahead::new(16 * MIB);
+        let size = 1 << 40;
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for i in 0..64 {
+            x.extend(a.on_read(i * MIB, MIB, size));
+            y.extend(a.on_read((1 << 30) + i * MIB, MIB, size));
+        }
+        let total: u64 = a.scans.iter().map(Scan::ahead).sum();
+        assert!(total <= 16 * MIB, "{:?}", a.scans);
+        // Neither starves.
+        assert!(x.last().unwrap().end > 64 * MIB, "{x:?}");
+        assert!(y.last().unwrap().end > (1 << 30) + 64 * MIB, "{y:?}");
+        // Out of order reads stay in their scan.
         let mut b = Ahead::new(32 * MIB);
-        for i in [0, 1, 2, 3, 5, 4, 7, 6] {
-            assert!(!matches!(b.on_read(i * MIB, MIB, 1 << 40), Step::Jump(_)));
+        let mut n = 0;
+        for i in [0, 1, 2, 3, 5, 4, 7, 6, 8] {
+            n += b.on_read(i * MIB, MIB, size).len();
         }
+        assert_eq!(b.scans.len(), 1);
+        assert!(n > 0);
     }
 }

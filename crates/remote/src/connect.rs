@@ -96,8 +96,9 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         }
         Location::Http { url } => {
             let (base, leaf) = url.rsplit_once('/').expect("a URL has a '/'");
-            let (base, leaf) = if base.ends_with('/') {
-                (url.trim_end_matches('/'), "") // http://host
+            // http://host, or a directory named by a manifest.
+            let (base, leaf) = if base.ends_with('/') || opts.manifest.is_some() {
+                (url.trim_end_matches('/'), "")
             } else {
                 (base, leaf)
             };

@@ -51,6 +51,20 @@ impl FetchError {
     }
 }
 
+/// An object version being read: the [`Object`] it was opened as, and the
+/// ETag learnt from the first answer if it was opened without one.
+pub struct Pin {
+    pub obj: Object,
+    pub learned: std::sync::OnceLock<String>,
+}
+
+impl std::ops::Deref for Pin {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        &self.obj
+    }
+}
+
 /// What a fetch needs: the store, how to name objects, the limits.
 pub struct Fetcher {
     pub store: Arc<dyn ObjectStore>,
@@ -89,8 +103,11 @@ impl Fetcher {
         budget(self.timeout)
     }
 
-    /// `range` of the pinned version `obj`: exactly those bytes, or an error.
-    pub async fn range(&self, obj: &Object, range: Range<u64>) -> Result<Bytes, FetchError> {
+    /// `range` of the pinned version `pin`: exactly those bytes, or an
+    /// error. An object opened without an ETag is pinned to the first one
+    /// an answer carries.
+    pub async fn range(&self, pin: &Pin, range: Range<u64>) -> Result<Bytes, FetchError> {
+        let obj = &pin.obj;
         let what = format!(
             "GET {} bytes {}-{}",
             self.url(&obj.key),
@@ -98,8 +115,9 @@ impl Fetcher {
             range.end.saturating_sub(1)
         );
         let want = range.end - range.start;
+        let etag = obj.etag.clone().or_else(|| pin.learned.get().cloned());
         let ans = self
-            .get(obj, GetRange::Bounded(range), obj.etag.clone())
+            .get(obj, GetRange::Bounded(range), etag.clone())
             .await
             .map_err(|e| prefix(e, &what))?;
         if ans.len != obj.len {
@@ -108,7 +126,11 @@ impl Fetcher {
                 ans.len, obj.len
             )));
         }
-        if let (Some(a), Some(b)) = (&obj.etag, &ans.etag) {
+        let etag = match (etag, &ans.etag) {
+            (None, Some(b)) => Some(pin.learned.get_or_init(|| b.clone()).clone()),
+            (a, _) => a,
+        };
+        if let (Some(a), Some(b)) = (&etag, &ans.etag) {
             if a != b {
                 return Err(FetchError::Changed(format!(
                     "{what}: the object changed (ETag {b}, opened as {a})"

@@ -13,7 +13,8 @@
 //!   ([`Options::manifest`]) if one is named, else from an S3-style XML
 //!   listing (`?list-type=2&prefix=..&delimiter=/`) if the server gives one
 //!   (tried at the URL, then at its host's first path component, then at
-//!   its root). A URL not ending in `/` is one object.
+//!   its root). A URL not ending in `/` is one object, unless a manifest is
+//!   named.
 //! - `caterva2://host:port/ROOT[/path]` (`caterva2s://` for HTTPS): a root
 //!   of a Caterva2 server; datasets (`.b2frame`, `.b2nd`, `.b2z`) are read
 //!   through `/api/fetch/ROOT/path`, which serves the stored file's byte
@@ -33,7 +34,8 @@
 //! # Cost model (counted in requests)
 //! - Opening a container ([`RemoteObject::prefetch_open`]): at most 2 GETs,
 //!   the head (128 KiB) and the tail (256 KiB) concurrently; 1 for objects
-//!   up to 384 KiB. Never a HEAD request.
+//!   up to 384 KiB. Never a HEAD request. [`Remote::prefetch_open_all`]
+//!   does it for many objects, 16 at a time.
 //! - A small read (a chunk header) is rounded out to its 64 KiB-aligned
 //!   window, so the header and the block starts after it cost one GET; a
 //!   block read fetches its bytes. Fetched bytes stay in the span cache, 4
@@ -56,8 +58,11 @@
 //! An object is read as the version its [`Object`] describes: every ranged
 //! GET sends `If-Match` with the ETag when one is known, and its answer is
 //! checked (ETag, `Content-Range` total, body length); a mismatch or a 412
-//! is [`blosc_decode::ErrorKind::Changed`], never bytes of two versions. A
-//! `200` to a ranged request is refused.
+//! is [`blosc_decode::error::ErrorKind::Changed`], never bytes of two
+//! versions. A `200` to a ranged request is refused. An object listed
+//! without an ETag (a manifest line) is pinned to the ETag of the first
+//! answer, and to its length; if the server sends no ETag at all, to its
+//! length only, and such an object shares no cached bytes with other opens.
 //!
 //! # Failures
 //! Every request has [`Options::timeout`]; failed requests are retried
@@ -74,7 +79,7 @@ mod location;
 mod net;
 mod object;
 #[doc(hidden)]
-pub mod parse;
+pub mod parse; // public for the fuzz target only
 mod requests;
 mod session;
 mod spans;
@@ -210,6 +215,19 @@ impl Remote {
     /// describes).
     pub fn open(&self, obj: &Object) -> Arc<RemoteObject> {
         Arc::new(RemoteObject::new(self.0.clone(), obj.clone()))
+    }
+
+    /// [`RemoteObject::prefetch_open`] of many objects, 16 at a time (an
+    /// `ls -l` of a directory of containers): one result per object, in
+    /// order.
+    pub fn prefetch_open_all(&self, objs: &[Arc<RemoteObject>]) -> Vec<blosc_decode::Result<()>> {
+        use futures::StreamExt;
+        net::block_on(
+            futures::stream::iter(objs)
+                .map(|o| o.prefetch_open_async())
+                .buffered(16)
+                .collect(),
+        )
     }
 
     /// Requests made so far (for tests and the benchmark).

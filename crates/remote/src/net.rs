@@ -46,8 +46,8 @@ where
 pub struct Stats {
     /// GET requests for object bytes (ranged or whole).
     pub gets: u64,
-    /// Listing requests (S3 ListObjectsV2, Caterva2 `/api/list`, a
-    /// manifest) and Caterva2 logins.
+    /// Listing requests (S3 `ListObjectsV2`, the S3-style XML listing,
+    /// Caterva2 `/api/list`) and Caterva2 logins. (A manifest is a GET.)
     pub lists: u64,
     /// Body bytes received by reads.
     pub bytes: u64,
@@ -85,7 +85,7 @@ impl Counters {
 }
 
 /// An HTTP client that counts every request it sends (a listing is a GET
-/// whose query asks for one, or a manifest; everything else a GET).
+/// whose query or path asks for one, or a POST; everything else a GET).
 #[derive(Debug, Clone)]
 pub struct Counting {
     inner: HttpClient,

@@ -1,7 +1,7 @@
 //! Positional reads of one remote object version, through the span cache.
 
-use crate::ahead::{Ahead, Step};
-use crate::fetch::FetchError;
+use crate::ahead::Ahead;
+use crate::fetch::{FetchError, Pin};
 use crate::net::{block_on, runtime, Counters};
 use crate::spans::{self, Version, PAGE};
 use crate::{Core, Object};
@@ -33,7 +33,7 @@ const TAIL: u64 = 256 << 10;
 /// [`RemoteObject::object`] describes): the library's [`Source`].
 pub struct RemoteObject {
     core: Arc<Core>,
-    obj: Arc<Object>,
+    obj: Arc<Pin>,
     v: Version,
     ahead: Mutex<Ahead>,
     /// Bytes asked for by `will_need` so far (capped).
@@ -42,11 +42,26 @@ pub struct RemoteObject {
 
 impl RemoteObject {
     pub(crate) fn new(core: Arc<Core>, obj: Object) -> Self {
-        let v = crate::version_of(&obj);
+        // Without an ETag two versions of one length look alike: such an
+        // object shares no cached pages with other opens.
+        let v = match obj.etag {
+            Some(_) => crate::version_of(&obj),
+            None => {
+                crate::version_of(&obj)
+                    ^ core
+                        .next_run
+                        .fetch_add(1, Ordering::Relaxed)
+                        .rotate_left(32)
+                    ^ 0x5bd1_e995
+            }
+        };
         let ahead = Ahead::new(core.opts.span_cache / 2);
         RemoteObject {
             core,
-            obj: Arc::new(obj),
+            obj: Arc::new(Pin {
+                obj,
+                learned: Default::default(),
+            }),
             v,
             ahead: Mutex::new(ahead),
             hinted: AtomicU64::new(0),
@@ -62,6 +77,11 @@ impl RemoteObject {
     /// small) so a container open costs at most 2 GETs. Called by the
     /// daemon before `open_source`.
     pub fn prefetch_open(&self) -> Result<()> {
+        block_on(self.prefetch_open_async())
+    }
+
+    /// [`RemoteObject::prefetch_open`] without blocking.
+    pub(crate) async fn prefetch_open_async(&self) -> Result<()> {
         let len = self.obj.len;
         let ranges: Vec<Range<u64>> = if len <= HEAD + TAIL {
             std::iter::once(0..len).collect()
@@ -74,7 +94,7 @@ impl RemoteObject {
             .iter()
             .filter_map(|r| self.start_missing(spans::pages(r)))
             .collect();
-        for r in block_on(futures::future::join_all(waits)) {
+        for r in futures::future::join_all(waits).await {
             match r {
                 Ok(_) | Err(FetchError::Cancelled) => {}
                 Err(e) => return Err(self.failed(e)),
@@ -100,7 +120,7 @@ impl RemoteObject {
             let last = pages.clone().rev().find(free)?;
             (first, last)
         };
-        Some(start_run(&self.core, &self.obj, self.v, first..last + 1).0)
+        Some(start_run(&self.core, &self.obj, self.v, first..last + 1))
     }
 
     /// Read `want` into `buf` (`around`: a small read, rounded out to the
@@ -133,25 +153,25 @@ impl RemoteObject {
             }
             if let (Some(&a), Some(&b)) = (missing.first(), missing.last()) {
                 let run = self.widen(a..b + 1, &window);
-                waits.push(start_run(&self.core, &self.obj, self.v, run).0);
+                waits.push(start_run(&self.core, &self.obj, self.v, run));
             }
             let mut retry = false;
             for r in block_on(futures::future::join_all(waits)) {
                 match r {
-                    Ok(run) => fill(&mut have, need.start, &run),
+                    Ok(run) => spans::fill(&mut have, need.start, run.start_page, &run.data),
                     Err(FetchError::Cancelled) => retry = true,
                     Err(e) => return Err(self.failed(e)),
                 }
             }
             if !retry && have.iter().all(Option::is_some) {
-                copy_out(&have, need.start, &want, buf);
+                spans::copy_out(&have, need.start, &want, buf);
                 return Ok(());
             }
         }
         Err(self.failed(FetchError::Io(
             libc::EIO,
             format!(
-                "{}: read-ahead kept being cancelled",
+                "{}: the fetch kept being cancelled",
                 self.core.fetcher.url(&self.obj.key)
             ),
         )))
@@ -175,22 +195,13 @@ impl RemoteObject {
 
     /// Tell the read-ahead about a read and start what it asks for.
     fn track(&self, offset: u64, len: u64) {
-        let step = self.ahead.lock().on_read(offset, len, self.obj.len);
-        if let Step::Fetch(parts) = &step {
+        let parts = self.ahead.lock().on_read(offset, len, self.obj.len);
+        if !parts.is_empty() {
             log::trace!("{}: read-ahead {parts:?}", self.obj.key);
         }
-        match step {
-            Step::Nothing => {}
-            Step::Jump(old) => old.into_iter().for_each(|h| h.abort()),
-            Step::Fetch(parts) => {
-                let mut started = Vec::new();
-                for part in parts {
-                    if let Some(pages) = self.free_part(spans::pages(&part)) {
-                        let (_, h) = start_run(&self.core, &self.obj, self.v, pages);
-                        started.push(h);
-                    }
-                }
-                self.ahead.lock().started(started);
+        for part in parts {
+            if let Some(pages) = self.free_part(spans::pages(&part)) {
+                drop(start_run(&self.core, &self.obj, self.v, pages));
             }
         }
     }
@@ -206,42 +217,14 @@ impl RemoteObject {
     }
 }
 
-/// Copy a run's pages into the slots of `have` (pages from `first`).
-fn fill(have: &mut [Option<Bytes>], first: u64, run: &Run) {
-    let n = run.data.len().div_ceil(PAGE as usize) as u64;
-    for p in run.start_page..run.start_page + n {
-        if p < first || p >= first + have.len() as u64 {
-            continue;
-        }
-        let at = ((p - run.start_page) * PAGE) as usize;
-        let end = (at + PAGE as usize).min(run.data.len());
-        have[(p - first) as usize] = Some(run.data.slice(at..end));
-    }
-}
-
-/// Copy the bytes of `want` out of `have` (pages from `first`) into `buf`.
-fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
-    for (i, page) in have.iter().enumerate() {
-        let page = page.as_ref().expect("all pages present");
-        let p0 = (first + i as u64) * PAGE;
-        let lo = want.start.max(p0);
-        let hi = want.end.min(p0 + page.len() as u64);
-        if lo < hi {
-            buf[(lo - want.start) as usize..(hi - want.start) as usize]
-                .copy_from_slice(&page[(lo - p0) as usize..(hi - p0) as usize]);
-        }
-    }
-}
-
 /// Start fetching `pages` of `obj` as one GET on the runtime, registered as
-/// in flight until it ends (or is aborted): the pending result and the
-/// handle to abort it by.
+/// in flight until it ends: its pending result.
 pub(crate) fn start_run(
     core: &Arc<Core>,
-    obj: &Arc<Object>,
+    obj: &Arc<Pin>,
     v: Version,
     pages: Range<u64>,
-) -> (Pending, tokio::task::AbortHandle) {
+) -> Pending {
     let id = core.next_run.fetch_add(1, Ordering::Relaxed);
     let range = spans::bytes_of(&pages, obj.len);
     let (core2, obj2, range2) = (core.clone(), obj.clone(), range.clone());
@@ -255,14 +238,13 @@ pub(crate) fn start_run(
             data,
         })
     });
-    let abort = task.abort_handle();
     let pending = async move { task.await.unwrap_or(Err(FetchError::Cancelled)) }
         .boxed()
         .shared();
     for p in spans::pages(&range) {
         inflight.insert((v, p), (id, pending.clone()));
     }
-    (pending, abort)
+    pending
 }
 
 /// Removes a run's pages from the in-flight map when the run ends.
@@ -332,7 +314,7 @@ impl Source for RemoteObject {
                     .any(|p| !cache.contains(v, p) && !inflight.contains_key(&(v, p)))
             };
             if free {
-                let _ = start_run(&core, &obj, v, pages).0.await;
+                let _ = start_run(&core, &obj, v, pages).await;
             }
         });
     }

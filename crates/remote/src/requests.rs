@@ -10,8 +10,20 @@ use std::sync::Arc;
 
 type Result<T, E = io::Error> = std::result::Result<T, E>;
 
-/// One GET of `url` by the listing client: status and body.
+/// One GET of `url` by the listing client: status and body (retried
+/// after a 5xx or a failure, within the read budget).
 pub async fn get(core: &Core, url: &str) -> Result<(u16, bytes::Bytes)> {
+    let budget = core.fetcher.budget();
+    match tokio::time::timeout(budget, get_retried(core, url)).await {
+        Ok(r) => r,
+        Err(_) => Err(io_err(
+            libc::ETIMEDOUT,
+            format!("GET {url}: no answer in {budget:?}"),
+        )),
+    }
+}
+
+async fn get_retried(core: &Core, url: &str) -> Result<(u16, bytes::Bytes)> {
     let mut attempt = 0;
     loop {
         let req = http::Request::get(url)

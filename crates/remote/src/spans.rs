@@ -105,6 +105,34 @@ impl SpanCache {
     }
 }
 
+/// Put the pages of `data` (a fetch from page `start_page`) into the
+/// slots of `have` (pages from `first`) they fall in.
+pub fn fill(have: &mut [Option<Bytes>], first: u64, start_page: u64, data: &Bytes) {
+    let n = data.len().div_ceil(PAGE as usize) as u64;
+    for p in start_page..start_page + n {
+        if p < first || p >= first + have.len() as u64 {
+            continue;
+        }
+        let at = ((p - start_page) * PAGE) as usize;
+        let end = (at + PAGE as usize).min(data.len());
+        have[(p - first) as usize] = Some(data.slice(at..end));
+    }
+}
+
+/// Copy the bytes of `want` out of `have` (pages from `first`) into `buf`.
+pub fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
+    for (i, page) in have.iter().enumerate() {
+        let page = page.as_ref().expect("all pages present");
+        let p0 = (first + i as u64) * PAGE;
+        let lo = want.start.max(p0);
+        let hi = want.end.min(p0 + page.len() as u64);
+        if lo < hi {
+            buf[(lo - want.start) as usize..(hi - want.start) as usize]
+                .copy_from_slice(&page[(lo - p0) as usize..(hi - p0) as usize]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +186,30 @@ mod tests {
         c.insert(2, 0, &data, PAGE + 100);
         assert_eq!(c.get(2, 1).unwrap().len(), 100);
         assert_eq!(c.bytes(), 2 * PAGE + 100);
+    }
+
+    #[test]
+    fn pages_of_fetches_assemble_a_read() {
+        let obj: Vec<u8> = (0..5 * PAGE + 100).map(|i| (i % 251) as u8).collect();
+        let want = PAGE + 10..4 * PAGE + 50;
+        let need = pages(&want);
+        let mut have = vec![None; (need.end - need.start) as usize];
+        // One fetch of pages 0..3, one of pages 3..6 (the last partial).
+        let a = Bytes::copy_from_slice(&obj[..3 * PAGE as usize]);
+        let b = Bytes::copy_from_slice(&obj[3 * PAGE as usize..]);
+        fill(&mut have, need.start, 0, &a);
+        assert!(have[0].is_some() && have[1].is_some() && have[2].is_none());
+        fill(&mut have, need.start, 3, &b);
+        assert!(have.iter().all(Option::is_some));
+        let mut buf = vec![0; (want.end - want.start) as usize];
+        copy_out(&have, need.start, &want, &mut buf);
+        assert_eq!(buf, obj[want.start as usize..want.end as usize]);
+        // Reading the partial last page.
+        let want = 5 * PAGE..5 * PAGE + 100;
+        let mut have = vec![None];
+        fill(&mut have, 5, 3, &b);
+        let mut buf = vec![0; 100];
+        copy_out(&have, 5, &want, &mut buf);
+        assert_eq!(buf, obj[5 * PAGE as usize..]);
     }
 }
