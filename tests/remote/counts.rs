@@ -86,14 +86,22 @@ fn a_sequential_scan_costs_about_one_get_per_chunk() {
     if !fuse_available() {
         return;
     }
-    let mut m = b.r.mount(&[MANIFEST]);
+    let mut m = b.r.mount(&[MANIFEST, "xattr"]);
+    let _ = std::fs::metadata(m.path("big")).unwrap();
+    b.settled_gets();
     b.srv.reset();
+    let before = mount_gets(&m);
     let got = std::fs::read(m.path("big")).unwrap();
     assert!(got == raw, "through the mount: {}", first_diff(&raw, &got));
     let gets = b.settled_gets();
     assert!(
         gets <= NCHUNKS + 3,
         "a read of {NCHUNKS} chunks through the mount: {gets} GETs"
+    );
+    assert_eq!(
+        mount_gets(&m) - before,
+        gets,
+        "user.bloscfs.stats disagrees with the server"
     );
     m.unmount();
 }
@@ -144,32 +152,66 @@ fn random_reads_cost_one_get_once_chunk_heads_are_known() {
     m.unmount();
 }
 
-/// The same counts over S3 (moto has no counter: the client's `--stats`)
-/// and Caterva2's fetch API. (A mount's own scan, one reader, is held to
-/// N + 3 over plain HTTP above.)
-#[test]
-fn s3_and_caterva2_open_and_scan_in_as_few_gets() {
+/// `remote_gets` of the mount's `user.bloscfs.stats` (mounted with
+/// `-o xattr`), once it has stayed the same for 300 ms.
+fn mount_gets(m: &RemoteMount) -> u64 {
+    let read = || -> u64 {
+        let o = std::process::Command::new("getfattr")
+            .args(["--only-values", "-n", "user.bloscfs.stats"])
+            .arg(m.mp())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("remote_gets=")?.parse().ok())
+            .expect("no remote_gets in user.bloscfs.stats")
+    };
+    let mut last = read();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = read();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// `big` on moto and on Caterva2 (what of them is installed), with its
+/// uncompressed bytes; the servers live as long as the first item.
+fn big_on_s3_and_caterva2() -> (Vec<Box<dyn std::any::Any>>, Vec<Remote>, Vec<u8>) {
     let d = tempfile::tempdir().unwrap();
     if big_frames(d.path()).is_none() {
-        return;
+        return (vec![], vec![], vec![]);
     }
     let raw = std::fs::read(d.path().join("big.raw")).unwrap();
-    let pubdir = tempfile::tempdir().unwrap();
+    let top = tempfile::tempdir().unwrap();
     copy(
         &d.path().join("big.b2frame"),
-        &pubdir.path().join("big.b2frame"),
+        &top.path().join("big.b2frame"),
     );
+    let mut keep: Vec<Box<dyn std::any::Any>> = Vec::new();
     let mut remotes = Vec::new();
-    let moto = Moto::start();
-    if let Some(m) = &moto {
+    if let Some(m) = Moto::start() {
         m.mkbucket("counts");
-        m.upload("counts", "p", pubdir.path());
-        remotes.push(Remote::s3(m, "counts", "p"));
+        m.upload("counts", "p", top.path());
+        remotes.push(Remote::s3(&m, "counts", "p"));
+        keep.push(Box::new(m));
     }
-    let c2 = Caterva2::start(pubdir.path());
-    if let Some(c) = &c2 {
-        remotes.push(Remote::caterva2(c));
+    if let Some(c) = Caterva2::start(top.path()) {
+        remotes.push(Remote::caterva2(&c));
+        keep.push(Box::new(c));
     }
+    keep.push(Box::new((d, top)));
+    (keep, remotes, raw)
+}
+
+/// The same counts over S3 (moto has no counter: the client's `--stats`)
+/// and Caterva2's fetch API.
+#[test]
+fn s3_and_caterva2_open_and_scan_in_as_few_gets() {
+    let (_keep, remotes, raw) = big_on_s3_and_caterva2();
     for r in &remotes {
         let o = r.info("big.b2frame", &["--stats"]);
         assert!(o.status.success(), "{}: {}", r.base, o.stderr);
@@ -183,5 +225,29 @@ fn s3_and_caterva2_open_and_scan_in_as_few_gets() {
             first_diff(&raw, &o.stdout)
         );
         assert!(o.gets() <= CAT_SCAN, "{}: cat: {} GETs", r.base, o.gets());
+    }
+}
+
+/// A mount's scan (one reader) of S3 and Caterva2, counted by the daemon
+/// (`user.bloscfs.stats`): about one GET a chunk.
+#[test]
+fn a_mount_scans_s3_and_caterva2_in_about_one_get_per_chunk() {
+    if !fuse_available() {
+        return;
+    }
+    let (_keep, remotes, raw) = big_on_s3_and_caterva2();
+    for r in &remotes {
+        let mut m = r.mount(&["xattr"]);
+        let _ = std::fs::metadata(m.path("big")).unwrap();
+        let before = mount_gets(&m);
+        let got = std::fs::read(m.path("big")).unwrap();
+        assert!(got == raw, "{}: {}", r.base, first_diff(&raw, &got));
+        let gets = mount_gets(&m) - before;
+        assert!(
+            gets <= NCHUNKS + 3,
+            "{}: a mount's scan: {gets} GETs",
+            r.base
+        );
+        m.unmount();
     }
 }
