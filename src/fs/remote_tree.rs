@@ -97,6 +97,13 @@ impl RemoteTree {
         self.seen.lock().insert(key, Seen { at, node });
     }
 
+    /// Forget what listings said of `key` and its directory.
+    fn forget(&self, key: &str) {
+        self.seen.lock().remove(key);
+        let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
+        self.listed.lock().remove(parent);
+    }
+
     /// What `key` is: from a listing younger than the TTL; else from a
     /// fresh listing of its directory (one request answers a lookup's
     /// every candidate name, and a directory's every entry); else asked.
@@ -335,7 +342,20 @@ impl SourceTree for RemoteTree {
         }
         let o = self.object_as(path, meta)?;
         let src = self.remote.open(&o);
-        src.prefetch_open().map_err(|e| e.in_file(path))?;
+        match src.prefetch_open() {
+            // Replaced since it was listed: what was kept of it goes, and
+            // ESTALE has the kernel look the name up again (and find the
+            // new version) instead of failing the open.
+            Err(e) if e.kind == blosc_decode::ErrorKind::Changed => {
+                self.forget(&key);
+                log::debug!("{}: {e}", path.display());
+                return Err(
+                    blosc_decode::Error::io(libc::ESTALE, "replaced since it was listed")
+                        .in_file(path),
+                );
+            }
+            r => r.map_err(|e| e.in_file(path))?,
+        }
         detect::open_source(src, path, env)
     }
 

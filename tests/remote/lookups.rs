@@ -64,3 +64,43 @@ fn opening_a_file_of_an_unlisted_directory_costs_one_listing() {
     assert_eq!(again["remote_gets"], after["remote_gets"]);
     m.unmount();
 }
+
+/// An object replaced after it was looked up, while its listing is still
+/// trusted: the open that finds it changed has the kernel look the name up
+/// again (ESTALE), and reads the new version at once, not after
+/// `metadata_ttl`. (A file already open keeps serving the version it was
+/// opened at.)
+#[test]
+fn an_open_right_after_a_replacement_reads_the_new_version() {
+    let Some(moto) = Moto::start() else { return };
+    let data = tempfile::tempdir().unwrap();
+    if big_frames(data.path()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy(
+        &data.path().join("big.b2frame"),
+        &dir.path().join("x.b2frame"),
+    );
+    moto.mkbucket("replace");
+    moto.upload("replace", "p", dir.path());
+    let r = Remote::s3(&moto, "replace", "p");
+    let mut m = r.mount(&["metadata_ttl=600"]);
+    // Looked up and probed (its head fetched), not opened.
+    let old = std::fs::read(data.path().join("big.raw")).unwrap();
+    assert_eq!(
+        std::fs::metadata(m.path("x")).unwrap().len(),
+        old.len() as u64
+    );
+    moto.put("replace", "p/x.b2frame", &data.path().join("big2.b2frame"));
+    let got = std::fs::read(m.path("x")).unwrap();
+    let want = std::fs::read(data.path().join("big2.raw")).unwrap();
+    assert!(
+        got == want,
+        "{} bytes read: {}\n{}",
+        got.len(),
+        first_diff(&want, &got),
+        m.log()
+    );
+    m.unmount();
+}
