@@ -1,0 +1,408 @@
+"""The remote section of scripts/bench/bench.py (`--remote`, and part of the full run).
+
+bloscfs mounts of an S3 bucket (moto) and of a Caterva2 root (cat2-server), both
+started here on 127.0.0.1, against what a user would do without bloscfs:
+  - cold sequential read of one float64 array (b2nd, 8 MiB chunks) presented as
+    `.npy`: vs downloading the compressed object in 8 MiB ranged GETs, 8 in
+    flight, and decoding it with python-blosc2 in memory; vs python-blosc2's
+    own remote access to Caterva2 (`C2Array(...)[:]`)
+  - cold random 4 KiB reads (p50, requests per read): vs `C2Array` slices of
+    the same elements; vs one raw ranged GET of 4 KiB (the floor: one round trip)
+  - `ls -l` of a prefix of 1,000 small containers: vs boto3's paginated
+    ListObjectsV2 (the floor: listing names and sizes without reading anything)
+Loopback has no network latency: the request counts say more than the times.
+The servers come from the servers venv: $BENCH_SERVERS_VENV, else .venv-servers
+in the repository (scripts/setup.sh makes it), else /tmp/vs.
+"""
+
+import datetime
+import hashlib
+import hmac
+import http.client
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import quote
+
+import blosc2
+import numpy as np
+
+MB = 1 << 20
+BUCKET = "bench"
+C2_ROOT = "@public"  # cat2-server serves DIR/public as the root `@public`
+ACCESS_KEY, SECRET_KEY, REGION = "testing", "testing", "us-east-1"  # moto takes any
+
+
+def servers_bin(root):
+    """The servers venv's bin directory, or None."""
+    for d in (os.environ.get("BENCH_SERVERS_VENV"), os.path.join(root, ".venv-servers"), "/tmp/vs"):
+        if d and os.path.exists(os.path.join(d, "bin", "moto_server")):
+            return os.path.join(d, "bin")
+    return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process on 127.0.0.1:port, ready when `probe` answers 200."""
+
+    def __init__(self, cmd, port, probe, env=None, log=None):
+        self.port = port
+        self.p = subprocess.Popen(cmd, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        t = time.time()
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{probe}", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            if self.p.poll() is not None or time.time() - t > 60:
+                self.close()
+                raise RuntimeError(f"{cmd[0]} did not start on port {port}")
+            time.sleep(0.2)
+
+    def close(self):
+        self.p.terminate()
+        try:
+            self.p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def make_array(path, nbytes):
+    """A compressible 1-D float64 array (a rounded random walk) of `nbytes`, 8 MiB chunks."""
+    if not os.path.exists(path):
+        rng = np.random.default_rng(42)
+        x = (np.cumsum(rng.normal(size=nbytes // 8)) * 0.01).round(3)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        blosc2.asarray(x, urlpath=path, mode="w", chunks=(MB,),
+                       cparams=dict(codec=blosc2.Codec.ZSTD, clevel=1, filters=[blosc2.Filter.SHUFFLE]))
+    return path
+
+
+def make_many(top, n):
+    """`n` small containers (4,000 bytes each decoded) under `top`."""
+    if not os.path.exists(os.path.join(top, f"f{n - 1:04d}.b2")):
+        os.makedirs(top, exist_ok=True)
+        c = blosc2.compress2(np.arange(1000, dtype="<i4").tobytes(), typesize=4)
+        for i in range(n):
+            with open(os.path.join(top, f"f{i:04d}.b2"), "wb") as f:
+                f.write(c)
+    return top
+
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sigv4(method, port, path, headers):
+    """`headers` with an AWS Signature V4 (as botocore signs) for a request with no
+    query and no body to 127.0.0.1:port."""
+    amz = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    signed = {"host": f"127.0.0.1:{port}", "x-amz-content-sha256": EMPTY_SHA256, "x-amz-date": amz,
+              **{k.lower(): v for k, v in headers.items()}}
+    names = ";".join(sorted(signed))
+    canon = "\n".join([method, quote(path, safe="/-_.~"), ""] + [f"{k}:{signed[k]}" for k in sorted(signed)]
+                      + ["", names, EMPTY_SHA256])
+    scope = f"{amz[:8]}/{REGION}/s3/aws4_request"
+    to_sign = "\n".join(["AWS4-HMAC-SHA256", amz, scope, hashlib.sha256(canon.encode()).hexdigest()])
+    k = ("AWS4" + SECRET_KEY).encode()
+    for part in (amz[:8], REGION, "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, to_sign.encode(), hashlib.sha256).hexdigest()
+    auth = f"AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/{scope}, SignedHeaders={names}, Signature={sig}"
+    return dict(headers, **{"x-amz-content-sha256": EMPTY_SHA256, "x-amz-date": amz}, Authorization=auth)
+
+
+def ranged_get(port, path, start, end):
+    """One signed GET of bytes start..=end of the object at `path`: (body, object length)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request("GET", path, headers=sigv4("GET", port, path, {"Range": f"bytes={start}-{end}"}))
+        r = c.getresponse()
+        body = r.read()
+        if r.status != 206:
+            raise RuntimeError(f"GET {path} bytes {start}-{end}: HTTP {r.status}")
+        total = int(r.getheader("Content-Range").rsplit("/", 1)[1])
+        if len(body) != min(end, total - 1) - start + 1:
+            raise RuntimeError(f"GET {path} bytes {start}-{end}: {len(body)} bytes")
+        return body, total
+    finally:
+        c.close()
+
+
+def download(port, path, part=8 * MB, inflight=8):
+    """The whole object at `path` in `part`-sized ranged GETs, `inflight` at once
+    (the first tells the length): (bytes, requests)."""
+    first, total = ranged_get(port, path, 0, part - 1)
+    buf = bytearray(total)
+    buf[: len(first)] = first
+    starts = list(range(part, total, part))
+
+    def fetch(o):
+        body, _ = ranged_get(port, path, o, min(o + part, total) - 1)
+        buf[o: o + len(body)] = body
+
+    with ThreadPoolExecutor(inflight) as pool:
+        list(pool.map(fetch, starts))
+    return buf, 1 + len(starts)
+
+
+def remote_gets(stats):
+    """GETs the daemon made, from its counters (None if it does not count them)."""
+    for k in ("remote_gets", "gets"):
+        if k in stats:
+            return stats[k]
+    return None
+
+
+def cat_stats(b, url, opts, offset=None, length=None):
+    """`bloscfs cat --stats` of `url`: (bytes out, {gets, lists, bytes, retries, errors})."""
+    cmd = [b.BIN, "cat", "--stats", "-o", opts]
+    if offset is not None:
+        cmd += ["--offset", str(offset), "--length", str(length)]
+    r = subprocess.run(cmd + [url], capture_output=True, check=True)
+    line = [l for l in r.stderr.decode().splitlines() if "requests:" in l][-1]
+    return len(r.stdout), {k: int(v) for k, v in (kv.split("=") for kv in line.split("requests:")[1].split())}
+
+
+def run(b, a, d):
+    """Measure the remote rows; `b` is bench.py (row, Mount, ...), `a` its arguments, `d` its data dir."""
+    bins = servers_bin(b.ROOT)
+    if bins is None:
+        raise RuntimeError("no servers venv (.venv-servers: run scripts/setup.sh, or set $BENCH_SERVERS_VENV)")
+    nbytes = 16 * MB if a.quick else 256 * MB
+    n_many = 1000
+    top = os.path.join(d, "remote")
+    data = os.path.join(top, f"data-{nbytes >> 20}M")
+    local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
+    make_many(os.path.join(data, "many"), n_many)
+    os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
+    state = os.path.join(top, "c2state")
+    shutil.rmtree(state, ignore_errors=True)
+    os.makedirs(os.path.join(state, "public"))
+    os.link(local, os.path.join(state, "public", "x.b2nd"))
+    log = open(os.path.join(top, "servers.log"), "w")
+    port = free_port()
+    moto = Server([os.path.join(bins, "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port, "/", log=log)
+    c2 = None
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        subprocess.run([os.path.join(bins, "python"), os.path.join(b.ROOT, "scripts/bench/s3client.py"), endpoint,
+                        "fill", BUCKET, data], check=True, capture_output=True)
+        c2port = free_port()
+        c2 = Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen", f"127.0.0.1:{c2port}"],
+                    c2port, "/api/roots", env=dict(os.environ, CATERVA2_SECRET="bench"), log=log)
+        ctx = Ctx(b, a, d, nbytes, local, port, c2port, bins)
+        sequential(ctx)
+        random_reads(ctx)
+        listing(ctx, n_many)
+    finally:
+        if c2:
+            c2.close()
+        moto.close()
+        log.close()
+
+
+class Ctx:
+    """What every part of the section needs."""
+
+    def __init__(self, b, a, d, nbytes, local, port, c2port, bins):
+        self.b, self.a, self.nbytes, self.port, self.c2port, self.bins = b, a, nbytes, port, c2port, bins
+        self.mp = os.path.join(d, "mnt")
+        self.runs = 1 if a.quick else a.runs
+        self.s3opts = f"endpoint=http://127.0.0.1:{port}"
+        self.s3 = f"s3://{BUCKET}/big"
+        self.c2 = f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}"
+        self.c2base = f"http://127.0.0.1:{c2port}/"
+        self.key = f"/{BUCKET}/big/x.b2nd"
+        self.compressed_len = os.path.getsize(local)
+        self.x = blosc2.open(local)[:]
+        assert self.x.nbytes == nbytes
+        self.npy = os.path.join(self.mp, "x.npy")
+
+    def mount(self, src, opts=""):
+        return self.b.Mount(src, self.mp, opts=opts)
+
+    def gets(self):
+        """GETs the daemon mounted at mp has made (None if it does not say)."""
+        try:
+            return remote_gets(self.b.daemon_stats(self.mp))
+        except OSError:
+            return None
+
+
+def alternate(runs, ours, theirs):
+    """`runs` rounds of both, which goes first alternating: (ours' results, theirs')."""
+    got = ([], [])
+    for k in range(runs):
+        for side in ((0, 1) if k % 2 == 0 else (1, 0)):
+            got[side].append((ours, theirs)[side]())
+    return got
+
+
+def med(v):
+    return statistics.median(v)
+
+
+def sequential(c):
+    """Cold sequential reads of x.npy through a mount vs the download-and-decode
+    baseline (S3) and C2Array[:] (Caterva2)."""
+    b = c.b
+
+    def ours(src, opts):
+        def f():
+            b.drop_caches()
+            m = c.mount(src, opts)
+            t0 = time.perf_counter()
+            n = b.read_seq(c.npy)
+            t = time.perf_counter() - t0
+            gets = c.gets()
+            m.close()
+            assert n > c.nbytes, n
+            return t, gets
+        return f
+
+    def download_decode():
+        t0 = time.perf_counter()
+        buf, reqs = download(c.port, c.key)
+        x = blosc2.ndarray_from_cframe(bytes(buf))[:]
+        t = time.perf_counter() - t0
+        assert x.nbytes == c.nbytes
+        return t, reqs
+
+    def c2array():
+        b.drop_caches()
+        t0 = time.perf_counter()
+        arr = blosc2.C2Array(f"{C2_ROOT}/x.b2nd", urlbase=c.c2base)
+        x = arr[:]
+        t = time.perf_counter() - t0
+        assert x.nbytes == c.nbytes
+        return t, arr.traffic.requests + 1  # + its api/info
+
+    for name, src, opts, theirs, what in [
+            ("S3", c.s3, c.s3opts, download_decode, "8 MiB ranged GETs, 8 in flight, + python-blosc2 decode"),
+            ("Caterva2", c.c2, "", c2array, "python-blosc2 C2Array(...)[:]")]:
+        mine, ref = alternate(c.runs, ours(src, opts), theirs)
+        verify_npy(c, src, opts)
+        t_o, t_r = med(t for t, _ in mine), med(t for t, _ in ref)
+        b.row("remote", f"{name} cold sequential, {c.nbytes >> 20} MiB float64: cat of the mount's .npy "
+              f"({mine[-1][1]} GETs) vs {what} ({c.nbytes / t_r / 1e9:.2f} GB/s, {ref[-1][1]} requests)",
+              c.nbytes / t_o / 1e9, "GB/s", t_r / t_o)
+
+
+def verify_npy(c, src, opts):
+    """The mount's x.npy holds the array (checked once, untimed)."""
+    m = c.mount(src, opts)
+    try:
+        assert (np.load(c.npy, mmap_mode="r") == c.x).all(), f"{src}: x.npy differs from the array"
+    finally:
+        m.close()
+
+
+def random_reads(c):
+    """Cold random 4 KiB reads: a fresh mount per round vs C2Array slices of the
+    same elements vs one raw ranged GET (the floor)."""
+    b = c.b
+    n_r = 20 if c.a.quick else 60
+    rng = random.Random(5)
+    offs = [rng.randrange(0, c.nbytes // 8 - 512) * 8 for _ in range(n_r)]
+    want = [c.x[o // 8: o // 8 + 512].tobytes() for o in offs]
+
+    def ours(src, opts):
+        def f():
+            b.drop_caches()
+            m = c.mount(src, opts)
+            hdr = os.path.getsize(c.npy) - c.nbytes
+            fd = os.open(c.npy, os.O_RDONLY)
+            g = [c.gets()]
+            got = []
+
+            def read(o):
+                got.append(os.pread(fd, 4096, hdr + o))
+                if len(g) == 1:
+                    g.append(c.gets())
+
+            lat = b.latencies(read, offs)
+            g.append(c.gets())
+            os.close(fd)
+            m.close()
+            assert got == want, f"{src}: random reads differ from the array"
+            if None in g:
+                return lat, None, None
+            return lat, g[1] - g[0], (g[2] - g[1]) / (n_r - 1)
+        return f
+
+    def c2array():
+        b.drop_caches()
+        arr = blosc2.C2Array(f"{C2_ROOT}/x.b2nd", urlbase=c.c2base)
+        r0, got = arr.traffic.requests, []
+        lat = b.latencies(lambda o: got.append(arr[o // 8: o // 8 + 512].tobytes()), offs)
+        assert got == want, "C2Array slices differ from the array"
+        return lat, (arr.traffic.requests - r0) / n_r
+
+    span = c.compressed_len - 4096
+
+    def raw():
+        return b.latencies(lambda o: ranged_get(c.port, c.key, o % span, o % span + 4095), offs), 1.0
+
+    def p50(res):
+        return med(med(lat) for lat, *_ in res)
+
+    def per(v):
+        return "?" if v is None else f"{v:.2f}".rstrip("0").rstrip(".")
+
+    for name, src, opts, theirs, what in [
+            ("S3", c.s3, c.s3opts, raw, "one raw ranged GET of 4 KiB (the floor: 1 round trip"),
+            ("Caterva2", c.c2, "", c2array, "python-blosc2 C2Array slices of the same 512 elements (")]:
+        mine, ref = alternate(c.runs, ours(src, opts), theirs)
+        p_o, p_r = p50(mine), p50(ref)
+        b.row("remote", f"{name} cold random 4 KiB p50, {n_r} reads, fresh mount per round ({per(mine[-1][1])} GETs "
+              f"for the first read, then {per(mine[-1][2])} per read) vs {what}, p50 {p_r * 1e3:.2f} ms, "
+              f"{per(ref[-1][1])} requests per read)", p_o * 1e3, "ms", p_r / p_o)
+
+
+def listing(c, n):
+    """`ls -l` of a prefix of `n` small containers through a fresh mount vs boto3's
+    paginated ListObjectsV2 (names and sizes, the floor)."""
+    b = c.b
+
+    def ours():
+        m = c.mount(f"s3://{BUCKET}/many", c.s3opts)
+        t0 = time.perf_counter()
+        out = b.sh(f"ls -l {c.mp}").stdout
+        t = time.perf_counter() - t0
+        try:
+            st = b.daemon_stats(c.mp)
+        except OSError:
+            st = {}
+        m.close()
+        lines = out.splitlines()[1:]
+        assert len(lines) == n and all(l.split()[4] == "4000" for l in lines), out[:500]
+        return t, st
+
+    def floor():
+        r = subprocess.run([os.path.join(c.bins, "python"), os.path.join(c.b.ROOT, "scripts/bench/s3client.py"),
+                            f"http://127.0.0.1:{c.port}", "list", BUCKET, "many"],
+                           capture_output=True, check=True, text=True)
+        t, keys, _, reqs = r.stdout.split()
+        assert int(keys) == n, r.stdout
+        return float(t), int(reqs)
+
+    mine, ref = alternate(c.runs, ours, floor)
+    t_o, t_r = med(t for t, _ in mine), med(t for t, _ in ref)
+    st = mine[-1][1]
+    asked = ", ".join(f"{k}={v}" for k, v in st.items() if "get" in k or "list" in k) or "requests not counted"
+    b.row("remote", f"S3 ls -l of {n:,} containers, fresh mount ({asked}) vs boto3 ListObjectsV2 paginated "
+          f"({t_r * 1e3:.0f} ms, {ref[-1][1]} requests)", t_o * 1e3, "ms", t_r / t_o)
