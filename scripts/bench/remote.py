@@ -8,6 +8,9 @@ started here on 127.0.0.1, against what a user would do without bloscfs:
     own remote access to Caterva2 (`C2Array(...)[:]`)
   - cold random 4 KiB reads (p50, requests per read): vs `C2Array` slices of
     the same elements; vs one raw ranged GET of 4 KiB (the floor: one round trip)
+  - the same reads over plain HTTP (scripts/servers/faulty.py serving the file with
+    a manifest, no faults), whose server counts the GETs; moto reads a whole
+    object for every ranged GET, so its times grow with the object
   - `ls -l` of a prefix of 1,000 small containers: vs boto3's paginated
     ListObjectsV2 (the floor: listing names and sizes without reading anything)
 Loopback has no network latency: the request counts say more than the times.
@@ -19,12 +22,14 @@ import datetime
 import hashlib
 import hmac
 import http.client
+import json
 import os
 import random
 import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +39,7 @@ import blosc2
 import numpy as np
 
 MB = 1 << 20
+S3CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3client.py")
 BUCKET = "bench"
 C2_ROOT = "@public"  # cat2-server serves DIR/public as the root `@public`
 ACCESS_KEY, SECRET_KEY, REGION = "testing", "testing", "us-east-1"  # moto takes any
@@ -125,11 +131,12 @@ def sigv4(method, port, path, headers):
     return dict(headers, **{"x-amz-content-sha256": EMPTY_SHA256, "x-amz-date": amz}, Authorization=auth)
 
 
-def ranged_get(port, path, start, end):
-    """One signed GET of bytes start..=end of the object at `path`: (body, object length)."""
+def ranged_get(port, path, start, end, sign=True):
+    """One GET (`sign`: S3-signed) of bytes start..=end of the object at `path`: (body, object length)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        c.request("GET", path, headers=sigv4("GET", port, path, {"Range": f"bytes={start}-{end}"}))
+        headers = {"Range": f"bytes={start}-{end}"}
+        c.request("GET", path, headers=sigv4("GET", port, path, headers) if sign else headers)
         r = c.getresponse()
         body = r.read()
         if r.status != 206:
@@ -142,16 +149,16 @@ def ranged_get(port, path, start, end):
         c.close()
 
 
-def download(port, path, part=8 * MB, inflight=8):
+def download(port, path, sign, part=8 * MB, inflight=8):
     """The whole object at `path` in `part`-sized ranged GETs, `inflight` at once
     (the first tells the length): (bytes, requests)."""
-    first, total = ranged_get(port, path, 0, part - 1)
+    first, total = ranged_get(port, path, 0, part - 1, sign)
     buf = bytearray(total)
     buf[: len(first)] = first
     starts = list(range(part, total, part))
 
     def fetch(o):
-        body, _ = ranged_get(port, path, o, min(o + part, total) - 1)
+        body, _ = ranged_get(port, path, o, min(o + part, total) - 1, sign)
         buf[o: o + len(body)] = body
 
     with ThreadPoolExecutor(inflight) as pool:
@@ -167,14 +174,16 @@ def remote_gets(stats):
     return None
 
 
-def cat_stats(b, url, opts, offset=None, length=None):
-    """`bloscfs cat --stats` of `url`: (bytes out, {gets, lists, bytes, retries, errors})."""
-    cmd = [b.BIN, "cat", "--stats", "-o", opts]
+def cat_gets(b, be, offset=None, length=None):
+    """GETs a `bloscfs cat --stats` of x.b2nd makes (an open and the read), the
+    count it prints to stderr: `bloscfs: requests: gets=N lists=N ...`."""
+    cmd = [b.BIN, "cat", "--stats"] + (["-o", be.opts] if be.opts else [])
     if offset is not None:
         cmd += ["--offset", str(offset), "--length", str(length)]
-    r = subprocess.run(cmd + [url], capture_output=True, check=True)
+    r = subprocess.run(cmd + [be.src.rstrip("/") + "/x.b2nd"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       check=True)
     line = [l for l in r.stderr.decode().splitlines() if "requests:" in l][-1]
-    return len(r.stdout), {k: int(v) for k, v in (kv.split("=") for kv in line.split("requests:")[1].split())}
+    return int(dict(kv.split("=") for kv in line.split("requests:")[1].split())["gets"])
 
 
 def run(b, a, d):
@@ -189,54 +198,96 @@ def run(b, a, d):
     local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
     make_many(os.path.join(data, "many"), n_many)
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
-    state = os.path.join(top, "c2state")
-    shutil.rmtree(state, ignore_errors=True)
+    # The same file in the Caterva2 root and, with a manifest, in the plain HTTP tree.
+    state, web = os.path.join(top, "c2state"), os.path.join(top, "http")
+    for dir_ in (state, web):
+        shutil.rmtree(dir_, ignore_errors=True)
     os.makedirs(os.path.join(state, "public"))
     os.link(local, os.path.join(state, "public", "x.b2nd"))
+    os.makedirs(os.path.join(web, "big"))
+    os.link(local, os.path.join(web, "big", "x.b2nd"))
+    with open(os.path.join(web, "big", MANIFEST), "w") as f:
+        f.write(f"{os.path.getsize(local)} x.b2nd\n")
+    servers = []
     log = open(os.path.join(top, "servers.log"), "w")
-    port = free_port()
-    moto = Server([os.path.join(bins, "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port, "/", log=log)
-    c2 = None
     try:
-        endpoint = f"http://127.0.0.1:{port}"
-        subprocess.run([os.path.join(bins, "python"), os.path.join(b.ROOT, "scripts/bench/s3client.py"), endpoint,
-                        "fill", BUCKET, data], check=True, capture_output=True)
-        c2port = free_port()
-        c2 = Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen", f"127.0.0.1:{c2port}"],
-                    c2port, "/api/roots", env=dict(os.environ, CATERVA2_SECRET="bench"), log=log)
-        ctx = Ctx(b, a, d, nbytes, local, port, c2port, bins)
-        sequential(ctx)
-        random_reads(ctx)
-        listing(ctx, n_many)
+        port, c2port, hport = free_port(), free_port(), free_port()
+        servers.append(Server([os.path.join(bins, "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port, "/",
+                              log=log))
+        subprocess.run([os.path.join(bins, "python"), S3CLIENT,
+                        f"http://127.0.0.1:{port}", "fill", BUCKET, data], check=True, capture_output=True)
+        servers.append(Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen",
+                               f"127.0.0.1:{c2port}"], c2port, "/api/roots",
+                              env=dict(os.environ, CATERVA2_SECRET="bench"), log=log))
+        faulty = os.path.join(b.ROOT, "scripts/servers/faulty.py")
+        if os.path.exists(faulty):
+            servers.append(Server([sys.executable, faulty, web, "--port", str(hport)], hport, "/_stats", log=log))
+        else:
+            hport = None
+            print("[remote] no scripts/servers/faulty.py: no plain HTTP rows")
+        c = Ctx(b, a, d, nbytes, local)
+        c.backends = [Backend("S3", f"s3://{BUCKET}/big", f"endpoint=http://127.0.0.1:{port}", port,
+                              f"/{BUCKET}/big/x.b2nd", sign=True)]
+        if hport:
+            c.backends.append(Backend("HTTP", f"http://127.0.0.1:{hport}/big/", f"manifest={MANIFEST}", hport,
+                                      "/big/x.b2nd", sign=False, counted=True))
+        c.c2 = Backend("Caterva2", f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}", "", c2port, None, sign=False)
+        c.c2base = f"http://127.0.0.1:{c2port}/"
+        c.s3port, c.bins = port, bins
+        sequential(c)
+        random_reads(c)
+        listing(c, n_many)
     finally:
-        if c2:
-            c2.close()
-        moto.close()
+        for srv in reversed(servers):
+            srv.close()
         log.close()
+
+
+MANIFEST = "manifest.txt"
+
+
+class Backend:
+    """One remote source: its URL and mount options, and the object a plain client reads."""
+
+    def __init__(self, name, src, opts, port, key, sign, counted=False):
+        self.name, self.src, self.opts, self.port, self.key, self.sign = name, src, opts, port, key, sign
+        self.counted = counted  # the server counts GETs (faulty.py's /_stats)
+
+    def server_gets(self):
+        """GETs the server has answered (None if it does not count them)."""
+        if not self.counted:
+            return None
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_stats", timeout=10) as r:
+            return json.load(r)["gets"]
+
+    def get(self, start, end):
+        return ranged_get(self.port, self.key, start, end, self.sign)
+
+    def download(self):
+        return download(self.port, self.key, self.sign)
 
 
 class Ctx:
     """What every part of the section needs."""
 
-    def __init__(self, b, a, d, nbytes, local, port, c2port, bins):
-        self.b, self.a, self.nbytes, self.port, self.c2port, self.bins = b, a, nbytes, port, c2port, bins
+    def __init__(self, b, a, d, nbytes, local):
+        self.b, self.a, self.nbytes = b, a, nbytes
         self.mp = os.path.join(d, "mnt")
         self.runs = 1 if a.quick else a.runs
-        self.s3opts = f"endpoint=http://127.0.0.1:{port}"
-        self.s3 = f"s3://{BUCKET}/big"
-        self.c2 = f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}"
-        self.c2base = f"http://127.0.0.1:{c2port}/"
-        self.key = f"/{BUCKET}/big/x.b2nd"
         self.compressed_len = os.path.getsize(local)
         self.x = blosc2.open(local)[:]
         assert self.x.nbytes == nbytes
         self.npy = os.path.join(self.mp, "x.npy")
 
-    def mount(self, src, opts=""):
-        return self.b.Mount(src, self.mp, opts=opts)
+    def mount(self, be):
+        return self.b.Mount(be.src, self.mp, opts=be.opts)
 
-    def gets(self):
-        """GETs the daemon mounted at mp has made (None if it does not say)."""
+    def gets(self, be):
+        """GETs made for the mount at mp so far: the server's count where it keeps one,
+        else the daemon's (None if neither says)."""
+        n = be.server_gets()
+        if n is not None:
+            return n
         try:
             return remote_gets(self.b.daemon_stats(self.mp))
         except OSError:
@@ -256,31 +307,38 @@ def med(v):
     return statistics.median(v)
 
 
+def delta(a, b):
+    return None if a is None or b is None else b - a
+
+
 def sequential(c):
     """Cold sequential reads of x.npy through a mount vs the download-and-decode
-    baseline (S3) and C2Array[:] (Caterva2)."""
+    baseline (S3, HTTP) and C2Array[:] (Caterva2)."""
     b = c.b
 
-    def ours(src, opts):
+    def ours(be):
         def f():
             b.drop_caches()
-            m = c.mount(src, opts)
+            m = c.mount(be)
+            g0 = c.gets(be)
             t0 = time.perf_counter()
             n = b.read_seq(c.npy)
             t = time.perf_counter() - t0
-            gets = c.gets()
+            gets = delta(g0, c.gets(be))
             m.close()
             assert n > c.nbytes, n
             return t, gets
         return f
 
-    def download_decode():
-        t0 = time.perf_counter()
-        buf, reqs = download(c.port, c.key)
-        x = blosc2.ndarray_from_cframe(bytes(buf))[:]
-        t = time.perf_counter() - t0
-        assert x.nbytes == c.nbytes
-        return t, reqs
+    def download_decode(be):
+        def f():
+            t0 = time.perf_counter()
+            buf, reqs = be.download()
+            x = blosc2.ndarray_from_cframe(buf)[:]
+            t = time.perf_counter() - t0
+            assert x.nbytes == c.nbytes
+            return t, reqs
+        return f
 
     def c2array():
         b.drop_caches()
@@ -291,54 +349,60 @@ def sequential(c):
         assert x.nbytes == c.nbytes
         return t, arr.traffic.requests + 1  # + its api/info
 
-    for name, src, opts, theirs, what in [
-            ("S3", c.s3, c.s3opts, download_decode, "8 MiB ranged GETs, 8 in flight, + python-blosc2 decode"),
-            ("Caterva2", c.c2, "", c2array, "python-blosc2 C2Array(...)[:]")]:
-        mine, ref = alternate(c.runs, ours(src, opts), theirs)
-        verify_npy(c, src, opts)
+    what = "8 MiB ranged GETs, 8 in flight, + python-blosc2 decode"
+    for be, theirs, what in [(be, download_decode(be), what) for be in c.backends] + [
+            (c.c2, c2array, "python-blosc2 C2Array(...)[:]")]:
+        theirs()  # warm: the server's caches, python-blosc2's first decode
+        mine, ref = alternate(c.runs, ours(be), theirs)
+        verify_npy(c, be)
         t_o, t_r = med(t for t, _ in mine), med(t for t, _ in ref)
-        b.row("remote", f"{name} cold sequential, {c.nbytes >> 20} MiB float64: cat of the mount's .npy "
-              f"({mine[-1][1]} GETs) vs {what} ({c.nbytes / t_r / 1e9:.2f} GB/s, {ref[-1][1]} requests)",
-              c.nbytes / t_o / 1e9, "GB/s", t_r / t_o)
+        gets = f"{mine[-1][1]} GETs" if mine[-1][1] is not None else f"bloscfs cat: {cat_gets(b, be)} GETs"
+        b.row("remote", f"{be.name} cold sequential, {c.nbytes >> 20} MiB float64 ({c.compressed_len / MB:.0f} MiB "
+              f"stored): read of the mount's .npy ({gets}) vs {what} ({c.nbytes / t_r / 1e9:.2f} "
+              f"GB/s, {ref[-1][1]} requests)", c.nbytes / t_o / 1e9, "GB/s", t_r / t_o)
 
 
-def verify_npy(c, src, opts):
+def verify_npy(c, be):
     """The mount's x.npy holds the array (checked once, untimed)."""
-    m = c.mount(src, opts)
+    m = c.mount(be)
     try:
-        assert (np.load(c.npy, mmap_mode="r") == c.x).all(), f"{src}: x.npy differs from the array"
+        assert (np.load(c.npy, mmap_mode="r") == c.x).all(), f"{be.src}: x.npy differs from the array"
     finally:
         m.close()
 
 
+def per(v):
+    return "?" if v is None else f"{v:.2f}".rstrip("0").rstrip(".")
+
+
 def random_reads(c):
-    """Cold random 4 KiB reads: a fresh mount per round vs C2Array slices of the
-    same elements vs one raw ranged GET (the floor)."""
+    """Cold random 4 KiB reads: a fresh mount per round vs one raw ranged GET
+    (the floor) and, for Caterva2, C2Array slices of the same elements."""
     b = c.b
     n_r = 20 if c.a.quick else 60
     rng = random.Random(5)
     offs = [rng.randrange(0, c.nbytes // 8 - 512) * 8 for _ in range(n_r)]
     want = [c.x[o // 8: o // 8 + 512].tobytes() for o in offs]
 
-    def ours(src, opts):
+    def ours(be):
         def f():
             b.drop_caches()
-            m = c.mount(src, opts)
+            m = c.mount(be)
             hdr = os.path.getsize(c.npy) - c.nbytes
             fd = os.open(c.npy, os.O_RDONLY)
-            g = [c.gets()]
+            g = [c.gets(be)]
             got = []
 
             def read(o):
                 got.append(os.pread(fd, 4096, hdr + o))
                 if len(g) == 1:
-                    g.append(c.gets())
+                    g.append(c.gets(be))
 
             lat = b.latencies(read, offs)
-            g.append(c.gets())
+            g.append(c.gets(be))
             os.close(fd)
             m.close()
-            assert got == want, f"{src}: random reads differ from the array"
+            assert got == want, f"{be.src}: random reads differ from the array"
             if None in g:
                 return lat, None, None
             return lat, g[1] - g[0], (g[2] - g[1]) / (n_r - 1)
@@ -354,22 +418,23 @@ def random_reads(c):
 
     span = c.compressed_len - 4096
 
-    def raw():
-        return b.latencies(lambda o: ranged_get(c.port, c.key, o % span, o % span + 4095), offs), 1.0
+    def raw(be):
+        return lambda: (b.latencies(lambda o: be.get(o % span, o % span + 4095), offs), 1)
 
     def p50(res):
         return med(med(lat) for lat, *_ in res)
 
-    def per(v):
-        return "?" if v is None else f"{v:.2f}".rstrip("0").rstrip(".")
-
-    for name, src, opts, theirs, what in [
-            ("S3", c.s3, c.s3opts, raw, "one raw ranged GET of 4 KiB (the floor: 1 round trip"),
-            ("Caterva2", c.c2, "", c2array, "python-blosc2 C2Array slices of the same 512 elements (")]:
-        mine, ref = alternate(c.runs, ours(src, opts), theirs)
+    floor = "one raw ranged GET of 4 KiB (the floor: 1 round trip"
+    for be, theirs, what in [(be, raw(be), floor) for be in c.backends] + [
+            (c.c2, c2array, "python-blosc2 C2Array slices of the same 512 elements (")]:
+        mine, ref = alternate(c.runs, ours(be), theirs)
         p_o, p_r = p50(mine), p50(ref)
-        b.row("remote", f"{name} cold random 4 KiB p50, {n_r} reads, fresh mount per round ({per(mine[-1][1])} GETs "
-              f"for the first read, then {per(mine[-1][2])} per read) vs {what}, p50 {p_r * 1e3:.2f} ms, "
+        if mine[-1][1] is not None:
+            gets = f"{per(mine[-1][1])} GETs for the first read, then {per(mine[-1][2])} per read"
+        else:
+            gets = f"bloscfs cat of 4 KiB: {per(med(cat_gets(b, be, o, 4096) for o in offs[:5]))} GETs with the open"
+        b.row("remote", f"{be.name} cold random 4 KiB p50, {n_r} reads, fresh mount per round ({gets}) "
+              f"vs {what}, p50 {p_r * 1e3:.2f} ms, "
               f"{per(ref[-1][1])} requests per read)", p_o * 1e3, "ms", p_r / p_o)
 
 
@@ -377,9 +442,10 @@ def listing(c, n):
     """`ls -l` of a prefix of `n` small containers through a fresh mount vs boto3's
     paginated ListObjectsV2 (names and sizes, the floor)."""
     b = c.b
+    be = Backend("S3", f"s3://{BUCKET}/many", f"endpoint=http://127.0.0.1:{c.s3port}", c.s3port, None, sign=True)
 
     def ours():
-        m = c.mount(f"s3://{BUCKET}/many", c.s3opts)
+        m = c.mount(be)
         t0 = time.perf_counter()
         out = b.sh(f"ls -l {c.mp}").stdout
         t = time.perf_counter() - t0
@@ -393,8 +459,8 @@ def listing(c, n):
         return t, st
 
     def floor():
-        r = subprocess.run([os.path.join(c.bins, "python"), os.path.join(c.b.ROOT, "scripts/bench/s3client.py"),
-                            f"http://127.0.0.1:{c.port}", "list", BUCKET, "many"],
+        r = subprocess.run([os.path.join(c.bins, "python"), S3CLIENT,
+                            f"http://127.0.0.1:{c.s3port}", "list", BUCKET, "many"],
                            capture_output=True, check=True, text=True)
         t, keys, _, reqs = r.stdout.split()
         assert int(keys) == n, r.stdout

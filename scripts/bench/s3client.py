@@ -31,9 +31,10 @@ def fill(s3, bucket, top):
         for n in names:
             path = os.path.join(d, n)
             files.append((path, os.path.relpath(path, top).replace(os.sep, "/")))
-    big = TransferConfig(multipart_threshold=64 << 20, multipart_chunksize=64 << 20)
+    # One PUT per object (no multipart upload): moto serves a multipart object slower.
+    one = TransferConfig(multipart_threshold=4 << 30)
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda f: s3.upload_file(f[0], bucket, f[1], Config=big), files))
+        list(pool.map(lambda f: s3.upload_file(f[0], bucket, f[1], Config=one), files))
     print(f"uploaded {len(files)} objects to s3://{bucket}/")
 
 
