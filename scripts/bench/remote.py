@@ -194,20 +194,8 @@ def run(b, a, d):
     nbytes = 16 * MB if a.quick else 256 * MB
     n_many = 1000
     top = os.path.join(d, "remote")
-    data = os.path.join(top, f"data-{nbytes >> 20}M")
-    local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
-    make_many(os.path.join(data, "many"), n_many)
+    local, data, state, web = prepare(top, nbytes, n_many)
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
-    # The same file in the Caterva2 root and, with a manifest, in the plain HTTP tree.
-    state, web = os.path.join(top, "c2state"), os.path.join(top, "http")
-    for dir_ in (state, web):
-        shutil.rmtree(dir_, ignore_errors=True)
-    os.makedirs(os.path.join(state, "public"))
-    os.link(local, os.path.join(state, "public", "x.b2nd"))
-    os.makedirs(os.path.join(web, "big"))
-    os.link(local, os.path.join(web, "big", "x.b2nd"))
-    with open(os.path.join(web, "big", MANIFEST), "w") as f:
-        f.write(f"{os.path.getsize(local)} x.b2nd\n")
     servers = []
     log = open(os.path.join(top, "servers.log"), "w")
     try:
@@ -238,9 +226,29 @@ def run(b, a, d):
         random_reads(c)
         listing(c, n_many)
     finally:
+        if b.is_mounted(os.path.join(d, "mnt")):  # a measurement failed mid-way
+            subprocess.run(["fusermount3", "-u", os.path.join(d, "mnt")])
         for srv in reversed(servers):
             srv.close()
         log.close()
+
+
+def prepare(top, nbytes, n_many):
+    """The data under `top`: the array and `n_many` small containers (for S3), the
+    array in a Caterva2 root and in a plain HTTP tree with a manifest; their paths."""
+    data = os.path.join(top, f"data-{nbytes >> 20}M")
+    local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
+    make_many(os.path.join(data, "many"), n_many)
+    state, web = os.path.join(top, "c2state"), os.path.join(top, "http")
+    for dir_ in (state, web):
+        shutil.rmtree(dir_, ignore_errors=True)
+    os.makedirs(os.path.join(state, "public"))
+    os.link(local, os.path.join(state, "public", "x.b2nd"))
+    os.makedirs(os.path.join(web, "big"))
+    os.link(local, os.path.join(web, "big", "x.b2nd"))
+    with open(os.path.join(web, "big", MANIFEST), "w") as f:
+        f.write(f"{os.path.getsize(local)} x.b2nd\n")
+    return local, data, state, web
 
 
 MANIFEST = "manifest.txt"
