@@ -321,6 +321,8 @@ def main():
     ap.add_argument("--ls", action="store_true", help="only ls -l of 100,000 (and without --quick 1,000,000) files (7b)")
     ap.add_argument("--remote", action="store_true", help="only the remote rows: S3 (moto) and Caterva2 on loopback (9)")
     a = ap.parse_args()
+    if a.remote and a.doc:
+        sys.exit("--doc writes the whole table: with --remote use --save DIR")
     if a.doc:
         doc_table_span(open(a.doc).read(), a.doc)  # fail now, not after the run
     if a.table:
