@@ -1,0 +1,178 @@
+//! Building the clients for a location (and the Caterva2 login).
+
+use crate::fetch::Fetcher;
+use crate::net::{block_on, chain, io_err, Counters, Counting};
+use crate::session::Session;
+use crate::spans::SpanCache;
+use crate::{Core, Location, Options};
+use object_store::aws::AmazonS3Builder;
+use object_store::http::HttpBuilder;
+use object_store::path::Path;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What differs between the kinds of location.
+pub enum Backend {
+    /// Keys are `prefix/key` in the bucket.
+    S3 { prefix: String },
+    /// Keys are `leaf/key` under `base` (no slash at its end); `leaf` is
+    /// the object a URL not ending in `/` names ("" for a directory).
+    Http {
+        base: String,
+        leaf: String,
+        manifest: Mutex<Option<Arc<crate::parse::Tree>>>,
+    },
+    /// Datasets are fetched at `url/api/fetch/root/key`.
+    Caterva2 { url: String, root: String },
+}
+
+/// `a` and `b` joined by `/`, either may be empty.
+pub fn join(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}/{b}"),
+    }
+}
+
+pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
+    let counters = Arc::new(Counters::default());
+    let web = match &loc {
+        Location::S3 { .. } => opts.endpoint.clone().unwrap_or_default(),
+        Location::Http { url } | Location::Caterva2 { url, .. } => url.clone(),
+    };
+    let copts = ClientOptions::new()
+        .with_timeout(opts.timeout)
+        .with_connect_timeout(opts.timeout.min(Duration::from_secs(5)))
+        .with_allow_http(web.starts_with("http://"));
+    let mut session = None;
+    if let Location::Caterva2 { url, .. } = &loc {
+        if let Some(user) = &opts.user {
+            let Some(file) = opts.password_file.clone() else {
+                return Err(io_err(
+                    libc::EINVAL,
+                    format!("{loc}: -o user= needs -o password_file="),
+                ));
+            };
+            let s = Session::new(url, user, file);
+            let login =
+                Counting::new(&copts, counters.clone(), None).map_err(|e| os_err(&loc, e))?;
+            block_on(s.login(&login))?;
+            session = Some(Arc::new(s));
+        }
+    }
+    let client = Counting::new(&copts, counters.clone(), session).map_err(|e| os_err(&loc, e))?;
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(2),
+            base: 2.0,
+        },
+        max_retries: opts.retries as usize,
+        retry_timeout: crate::fetch::budget(opts.timeout),
+    };
+    let (store, backend): (Arc<dyn ObjectStore>, Backend) = match &loc {
+        Location::S3 { bucket, prefix } => {
+            let mut b = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(copts)
+                .with_retry(retry)
+                .with_http_connector(client.clone())
+                .with_skip_signature(opts.anonymous);
+            if let Some(r) = &opts.region {
+                b = b.with_region(r);
+            }
+            if let Some(e) = &opts.endpoint {
+                b = b
+                    .with_endpoint(e)
+                    .with_allow_http(e.starts_with("http://"))
+                    .with_virtual_hosted_style_request(false);
+            }
+            let s3 = b.build().map_err(|e| os_err(&loc, e))?;
+            let prefix = prefix.clone();
+            (Arc::new(s3), Backend::S3 { prefix })
+        }
+        Location::Http { url } => {
+            let (base, leaf) = url.rsplit_once('/').expect("a URL has a '/'");
+            let (base, leaf) = if base.ends_with('/') {
+                (url.trim_end_matches('/'), "") // http://host
+            } else {
+                (base, leaf)
+            };
+            let store = http_store(base, copts, retry, &client).map_err(|e| os_err(&loc, e))?;
+            let backend = Backend::Http {
+                base: base.to_string(),
+                leaf: leaf.to_string(),
+                manifest: Mutex::new(None),
+            };
+            (store, backend)
+        }
+        Location::Caterva2 { url, root } => {
+            let fetch = format!("{url}/api/fetch");
+            let store = http_store(&fetch, copts, retry, &client).map_err(|e| os_err(&loc, e))?;
+            let backend = Backend::Caterva2 {
+                url: url.clone(),
+                root: root.clone(),
+            };
+            (store, backend)
+        }
+    };
+    let base = match &backend {
+        Backend::S3 { prefix } => prefix.clone(),
+        Backend::Http { leaf, .. } => leaf.clone(),
+        Backend::Caterva2 { root, .. } => root.clone(),
+    };
+    let fetcher = Fetcher {
+        store,
+        path_of: Box::new(move |key| Path::from(join(&base, key))),
+        shown: loc.to_string(),
+        counters: counters.clone(),
+        timeout: opts.timeout,
+        retries: opts.retries,
+    };
+    Ok(Core {
+        spans: Mutex::new(SpanCache::new(opts.span_cache)),
+        loc,
+        opts,
+        fetcher,
+        client,
+        counters,
+        backend,
+        inflight: Mutex::new(Default::default()),
+        next_run: Default::default(),
+        hints: tokio::sync::Semaphore::new(16),
+    })
+}
+
+fn http_store(
+    url: &str,
+    copts: ClientOptions,
+    retry: RetryConfig,
+    client: &Counting,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let s = HttpBuilder::new()
+        .with_url(url)
+        .with_client_options(copts)
+        .with_retry(retry)
+        .with_http_connector(client.clone())
+        .build()?;
+    Ok(Arc::new(s))
+}
+
+fn os_err(loc: &Location, e: object_store::Error) -> std::io::Error {
+    io_err(libc::EINVAL, format!("{loc}: {}", chain(&e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_paths() {
+        assert_eq!(join("", "x"), "x");
+        assert_eq!(join("p", ""), "p");
+        assert_eq!(join("p/q", "x/y"), "p/q/x/y");
+    }
+}

@@ -1,0 +1,240 @@
+//! Remote sources for bloscfs: objects in S3-compatible storage, files on
+//! plain HTTP(S) servers and datasets on Caterva2 servers, read by byte
+//! range as the library's [`Source`](blosc_decode::io::Source). Nothing
+//! here knows about FUSE.
+//!
+//! # Locations
+//! - `s3://bucket/prefix`: credentials from the usual AWS environment and
+//!   instance chain; [`Options::region`], [`Options::endpoint`] (MinIO, Ceph,
+//!   moto: path-style requests) and [`Options::anonymous`] (public buckets,
+//!   unsigned requests). Listing: `ListObjectsV2` with delimiter `/`.
+//! - `http://host/dir/` or `https://...`: any server that honours `Range`.
+//!   A URL ending in `/` is a directory, listed from the manifest
+//!   ([`Options::manifest`]) if one is named, else from an S3-style XML
+//!   listing (`?list-type=2&prefix=..&delimiter=/`) if the server gives one
+//!   (tried at the URL, then at its host's first path component, then at
+//!   its root). A URL not ending in `/` is one object.
+//! - `caterva2://host:port/ROOT[/path]` (`caterva2s://` for HTTPS): a root
+//!   of a Caterva2 server; datasets (`.b2frame`, `.b2nd`, `.b2z`) are read
+//!   through `/api/fetch/ROOT/path`, which serves the stored file's byte
+//!   ranges with an ETag; directories come from `/api/list`. With
+//!   [`Options::user`] and [`Options::password_file`] the crate logs in
+//!   (`/auth/jwt/login`) and sends the session cookie.
+//!
+//! # Manifest format
+//! A text file under the base URL (`-o manifest=NAME`), UTF-8, one object a
+//! line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
+//! (its size is then learnt with one ranged GET of its tail when listed).
+//! PATH is relative to the base URL, `/`-separated, taken verbatim to the
+//! end of the line (spaces included; no `.` or `..` components). Blank lines
+//! and lines starting with `#` are ignored. Directories are implied by the
+//! paths.
+//!
+//! # Cost model (counted in requests)
+//! - Opening a container ([`RemoteObject::prefetch_open`]): at most 2 GETs,
+//!   the head (128 KiB) and the tail (256 KiB) concurrently; 1 for objects
+//!   up to 384 KiB. Never a HEAD request.
+//! - A small read (a chunk header) is rounded out to its 64 KiB-aligned
+//!   window, so the header and the block starts after it cost one GET; a
+//!   block read fetches its bytes. Fetched bytes stay in the span cache, 4
+//!   KiB pages keyed by (object, version, offset), least recently used out,
+//!   at most [`Options::span_cache`] bytes, shared by all objects.
+//! - [`Source::will_need`](blosc_decode::io::Source::will_need) (the
+//!   container calls it for every chunk head on its first random read):
+//!   those ranges are fetched in the background, 16 GETs in flight per
+//!   remote, at most half the span cache per object; after that a cold
+//!   random read costs one GET (its block).
+//! - A sequential scan starts a read-ahead window (parts of 1.125 MiB
+//!   doubling to 8 MiB, at most half the span cache ahead of the reader):
+//!   a scan of N bytes costs about N / 8 MiB GETs. A jump aborts it.
+//! - `stat` of an object of unknown size (an HTTP or Caterva2 object): one
+//!   GET of its last 256 KiB, kept in the span cache for the open after it.
+//!   Listings: one request per 1,000 S3 keys; the sizes a Caterva2 listing
+//!   or a size-less manifest line lacks are probed 16 at a time.
+//!
+//! # Versions
+//! An object is read as the version its [`Object`] describes: every ranged
+//! GET sends `If-Match` with the ETag when one is known, and its answer is
+//! checked (ETag, `Content-Range` total, body length); a mismatch or a 412
+//! is [`blosc_decode::ErrorKind::Changed`], never bytes of two versions. A
+//! `200` to a ranged request is refused.
+//!
+//! # Failures
+//! Every request has [`Options::timeout`]; failed requests are retried
+//! ([`Options::retries`], jittered backoff) and a read gives up after
+//! twice the timeout and a second, with `EIO` or
+//! `ETIMEDOUT` and a message naming the URL and the byte range. Messages
+//! never contain credentials.
+
+mod ahead;
+mod connect;
+mod fetch;
+mod list;
+mod location;
+mod net;
+mod object;
+mod parse;
+mod requests;
+mod session;
+mod spans;
+
+pub use location::Location;
+pub use net::{errno_of, Stats};
+pub use object::RemoteObject;
+
+use fetch::Fetcher;
+use net::{Counters, Counting};
+use object::Pending;
+use parking_lot::Mutex;
+use spans::{SpanCache, Version};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How to reach a remote location (the daemon's `-o` options).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// S3 region (default: the environment's, else `us-east-1`).
+    pub region: Option<String>,
+    /// S3 endpoint URL (MinIO, Ceph, moto); path-style requests.
+    pub endpoint: Option<String>,
+    /// Unsigned S3 requests (public buckets).
+    pub anonymous: bool,
+    /// HTTP: the manifest's name under the base URL (see the crate docs).
+    pub manifest: Option<String>,
+    /// Caterva2: the user to log in as.
+    pub user: Option<String>,
+    /// Caterva2: a file holding the password (its first line).
+    pub password_file: Option<PathBuf>,
+    /// Per request (default 10 s).
+    pub timeout: Duration,
+    /// Retries of a failed request (default 3), jittered backoff, bounded
+    /// total per read.
+    pub retries: u32,
+    /// Bytes of compressed spans, read-ahead in flight included (default
+    /// 64 MiB).
+    pub span_cache: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            region: None,
+            endpoint: None,
+            anonymous: false,
+            manifest: None,
+            user: None,
+            password_file: None,
+            timeout: Duration::from_secs(10),
+            retries: 3,
+            span_cache: 64 << 20,
+        }
+    }
+}
+
+/// One object (one version of it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// Relative to the location, `/`-separated ("" for the location itself).
+    pub key: String,
+    /// Length in bytes.
+    pub len: u64,
+    /// The version's ETag, if the server gives one.
+    pub etag: Option<String>,
+    /// Last modification, if the server says.
+    pub mtime: Option<SystemTime>,
+}
+
+/// One level of a directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Subdirectories: their last components.
+    pub dirs: Vec<String>,
+    /// Objects directly in it.
+    pub objects: Vec<Object>,
+}
+
+/// What a key is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A directory (a prefix with entries under it).
+    Dir,
+    /// An object.
+    Object(Object),
+}
+
+/// Shared state of a connected remote.
+pub(crate) struct Core {
+    pub loc: Location,
+    pub opts: Options,
+    pub fetcher: Fetcher,
+    pub client: Counting,
+    pub counters: Arc<Counters>,
+    pub backend: connect::Backend,
+    pub spans: Mutex<SpanCache>,
+    pub inflight: Mutex<HashMap<(Version, u64), (u64, Pending)>>,
+    pub next_run: AtomicU64,
+    /// `will_need` fetches in flight.
+    pub hints: tokio::sync::Semaphore,
+}
+
+/// A connected remote location. Cheap to clone; every clone shares one
+/// connection pool, span cache and set of counters.
+#[derive(Clone)]
+pub struct Remote(Arc<Core>);
+
+impl Remote {
+    /// Set up the client for `loc` (and log in, for a Caterva2 user). Sends
+    /// no request otherwise.
+    pub fn connect(loc: Location, opts: Options) -> std::io::Result<Remote> {
+        connect::connect(loc, opts).map(|c| Remote(Arc::new(c)))
+    }
+
+    /// One level under `dir` ("" = the location's root; "a/b" relative, no
+    /// slashes at the ends).
+    pub fn list(&self, dir: &str) -> std::io::Result<Listing> {
+        self.counted(list::list(&self.0, dir))
+    }
+
+    /// What `key` ("" = the location itself) is: a directory (a prefix with
+    /// entries) or an object (size, etag, mtime). Never a HEAD request.
+    /// `ENOENT` if neither.
+    pub fn stat(&self, key: &str) -> std::io::Result<Entry> {
+        self.counted(list::stat(&self.0, key))
+    }
+
+    /// Positional reads of one version of an object (the one `obj`
+    /// describes).
+    pub fn open(&self, obj: &Object) -> Arc<RemoteObject> {
+        Arc::new(RemoteObject::new(self.0.clone(), obj.clone()))
+    }
+
+    /// Requests made so far (for tests and the benchmark).
+    pub fn stats(&self) -> Stats {
+        self.0.counters.snapshot()
+    }
+
+    /// The location this reads.
+    pub fn location(&self) -> &Location {
+        &self.0.loc
+    }
+
+    fn counted<T>(&self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if r.is_err() {
+            Counters::add(&self.0.counters.errors, 1);
+        }
+        r
+    }
+}
+
+/// The span cache's name for a version of an object: its key, ETag and
+/// length (not its mtime: some servers send none, and object_store then
+/// makes one up).
+pub(crate) fn version_of(obj: &Object) -> Version {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (&obj.key, &obj.etag, obj.len).hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,222 @@
+//! The network runtime, request counting and error mapping.
+
+use crate::session::Session;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
+    HttpResponse, HttpService, ReqwestConnector,
+};
+use object_store::ClientOptions;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The one small runtime every remote shares: 2 worker threads named
+/// `bloscfs-net`.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("bloscfs-net")
+            .enable_all()
+            .build()
+            .expect("cannot start the network runtime")
+    })
+}
+
+/// Run `fut` to completion from a synchronous caller (a FUSE thread). From
+/// inside a runtime (where blocking would stall it), on a helper thread.
+pub fn block_on<F>(fut: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime().block_on(fut);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| runtime().block_on(fut))
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+/// Requests made so far by one [`crate::Remote`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// GET requests for object bytes (ranged or whole).
+    pub gets: u64,
+    /// Listing requests (S3 ListObjectsV2, Caterva2 `/api/list`, a
+    /// manifest) and Caterva2 logins.
+    pub lists: u64,
+    /// Body bytes received by reads.
+    pub bytes: u64,
+    /// Requests repeated after a failure (by this crate; object_store's own
+    /// retries of a failed request count as further GETs).
+    pub retries: u64,
+    /// Reads, listings and stats that failed in the end.
+    pub errors: u64,
+}
+
+/// The live counters behind [`Stats`].
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub gets: AtomicU64,
+    pub lists: AtomicU64,
+    pub bytes: AtomicU64,
+    pub retries: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn snapshot(&self) -> Stats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Stats {
+            gets: g(&self.gets),
+            lists: g(&self.lists),
+            bytes: g(&self.bytes),
+            retries: g(&self.retries),
+            errors: g(&self.errors),
+        }
+    }
+}
+
+/// An HTTP client that counts every request it sends (a listing is a GET
+/// whose query asks for one, or a manifest; everything else a GET).
+#[derive(Debug, Clone)]
+pub struct Counting {
+    inner: HttpClient,
+    counters: Arc<Counters>,
+    /// A Caterva2 login: its cookie goes with every request, and a 401
+    /// answer to a GET logs in again and repeats the GET once.
+    session: Option<Arc<Session>>,
+}
+
+impl Counting {
+    /// A client with `options` counting into `counters`.
+    pub fn new(
+        options: &ClientOptions,
+        counters: Arc<Counters>,
+        session: Option<Arc<Session>>,
+    ) -> object_store::Result<Self> {
+        Ok(Counting {
+            inner: ReqwestConnector::default().connect(options)?,
+            counters,
+            session,
+        })
+    }
+    /// Send a request (counted).
+    pub async fn execute(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let c = &self.counters;
+        let q = req.uri().query().unwrap_or("");
+        let path = req.uri().path();
+        if q.contains("list-type=") || path.contains("/api/list/") || req.method() != "GET" {
+            Counters::add(&c.lists, 1);
+        } else {
+            Counters::add(&c.gets, 1);
+        }
+        let Some(s) = &self.session else {
+            return self.inner.execute(req).await;
+        };
+        let again = (req.method() == "GET").then(|| {
+            let mut r = http::Request::get(req.uri().clone())
+                .body(HttpRequestBody::empty())
+                .expect("a copy of a valid request");
+            *r.headers_mut() = req.headers().clone();
+            r
+        });
+        let (res, seen) = s.send(&self.inner, req).await?;
+        match again {
+            Some(r) if res.status() == 401 => {
+                if let Err(e) = s.relogin(&self.inner, seen).await {
+                    log::warn!("{e}");
+                    return Ok(res);
+                }
+                Counters::add(&c.retries, 1);
+                Ok(s.send(&self.inner, r).await?.0)
+            }
+            _ => Ok(res),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpService for Counting {
+    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        self.execute(req).await
+    }
+}
+
+impl HttpConnector for Counting {
+    fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
+        Ok(HttpClient::new(self.clone()))
+    }
+}
+
+/// Is `e` (or anything under it) a timeout?
+pub fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if let Some(h) = e.downcast_ref::<HttpError>() {
+            if h.kind() == HttpErrorKind::Timeout {
+                return true;
+            }
+        }
+        if e.to_string().contains("timed out") {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// The whole chain of an error's messages, `a: b: c`, for a log line or a
+/// reply (object_store puts the useful part, such as the HTTP status, deep).
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(inner) = cur {
+        let m = inner.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = inner.source();
+    }
+    s
+}
+
+/// An `std::io::Error` with `errno` and a message.
+pub fn io_err(errno: i32, msg: impl Into<String>) -> std::io::Error {
+    let msg = msg.into();
+    let kind = std::io::Error::from_raw_os_error(errno).kind();
+    std::io::Error::new(kind, Errno(errno, msg))
+}
+
+/// An error message that remembers its errno (so `raw_os_error`-less
+/// `std::io::Error`s still map back to it through [`errno_of`]).
+#[derive(Debug)]
+pub struct Errno(pub i32, pub String);
+
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for Errno {}
+
+/// The errno an `std::io::Error` made by this crate stands for.
+pub fn errno_of(e: &std::io::Error) -> i32 {
+    if let Some(n) = e.raw_os_error() {
+        return n;
+    }
+    match e.get_ref().and_then(|i| i.downcast_ref::<Errno>()) {
+        Some(Errno(n, _)) => *n,
+        None if e.kind() == std::io::ErrorKind::NotFound => libc::ENOENT,
+        None => libc::EIO,
+    }
+}

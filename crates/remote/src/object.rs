@@ -1,0 +1,349 @@
+//! Positional reads of one remote object version, through the span cache.
+
+use crate::ahead::{Ahead, Step};
+use crate::fetch::FetchError;
+use crate::net::{block_on, runtime, Counters};
+use crate::spans::{self, Version, PAGE};
+use crate::{Core, Object};
+use blosc_decode::io::Source;
+use blosc_decode::{Error, Result};
+use bytes::Bytes;
+use futures::future::{BoxFuture, FutureExt, Shared};
+use parking_lot::Mutex;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Bytes of an object from a fetch: its first page and the data.
+#[derive(Clone)]
+pub struct Run {
+    start_page: u64,
+    data: Bytes,
+}
+
+/// A fetch under way, any number of readers may wait for.
+pub type Pending = Shared<BoxFuture<'static, Result<Run, FetchError>>>;
+
+/// Head and tail an open fetches: a frame's header and metalayers, and its
+/// chunk offsets and trailer. Objects up to `HEAD + TAIL` come whole.
+const HEAD: u64 = 128 << 10;
+const TAIL: u64 = 256 << 10;
+
+/// Positional reads of one version of a remote object (the one
+/// [`RemoteObject::object`] describes): the library's [`Source`].
+pub struct RemoteObject {
+    core: Arc<Core>,
+    obj: Arc<Object>,
+    v: Version,
+    ahead: Mutex<Ahead>,
+    /// Bytes asked for by `will_need` so far (capped).
+    hinted: AtomicU64,
+}
+
+impl RemoteObject {
+    pub(crate) fn new(core: Arc<Core>, obj: Object) -> Self {
+        let v = crate::version_of(&obj);
+        let ahead = Ahead::new(core.opts.span_cache / 2);
+        RemoteObject {
+            core,
+            obj: Arc::new(obj),
+            v,
+            ahead: Mutex::new(ahead),
+            hinted: AtomicU64::new(0),
+        }
+    }
+
+    /// The object (and version) this reads.
+    pub fn object(&self) -> &Object {
+        &self.obj
+    }
+
+    /// Fetch the head and the tail concurrently (the whole object when
+    /// small) so a container open costs at most 2 GETs. Called by the
+    /// daemon before `open_source`.
+    pub fn prefetch_open(&self) -> Result<()> {
+        let len = self.obj.len;
+        let ranges: Vec<Range<u64>> = if len <= HEAD + TAIL {
+            std::iter::once(0..len).collect()
+        } else {
+            // Page-aligned upwards: the tail a stat fetched covers it.
+            let tail = (len - TAIL).div_ceil(PAGE) * PAGE;
+            vec![0..HEAD, tail..len]
+        };
+        let waits: Vec<Pending> = ranges
+            .iter()
+            .filter_map(|r| self.start_missing(spans::pages(r)))
+            .collect();
+        for r in block_on(futures::future::join_all(waits)) {
+            match r {
+                Ok(_) | Err(FetchError::Cancelled) => {}
+                Err(e) => return Err(self.failed(e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn failed(&self, e: FetchError) -> Error {
+        Counters::add(&self.core.counters.errors, 1);
+        e.into_decode()
+    }
+
+    /// Start fetching the pages of `pages` that are neither cached nor
+    /// being fetched, as one run from the first such page to the last.
+    fn start_missing(&self, pages: Range<u64>) -> Option<Pending> {
+        let (first, last) = {
+            let cache = self.core.spans.lock();
+            let inflight = self.core.inflight.lock();
+            let free =
+                |p: &u64| !cache.contains(self.v, *p) && !inflight.contains_key(&(self.v, *p));
+            let first = pages.clone().find(free)?;
+            let last = pages.clone().rev().find(free)?;
+            (first, last)
+        };
+        Some(start_run(&self.core, &self.obj, self.v, first..last + 1).0)
+    }
+
+    /// Read `want` into `buf` (`around`: a small read, rounded out to the
+    /// read-around window when it misses).
+    fn read(&self, want: Range<u64>, buf: &mut [u8], around: bool) -> Result<()> {
+        let need = spans::pages(&want);
+        let window = if around {
+            spans::pages(&spans::around(&want, self.obj.len))
+        } else {
+            need.clone()
+        };
+        for _ in 0..4 {
+            let mut have: Vec<Option<Bytes>> = vec![None; (need.end - need.start) as usize];
+            let mut waits: Vec<Pending> = Vec::new();
+            let mut missing: Vec<u64> = Vec::new();
+            {
+                let mut cache = self.core.spans.lock();
+                let inflight = self.core.inflight.lock();
+                for p in need.clone() {
+                    if let Some(b) = cache.get(self.v, p) {
+                        have[(p - need.start) as usize] = Some(b);
+                    } else if let Some((_, w)) = inflight.get(&(self.v, p)) {
+                        if !waits.iter().any(|x| x.ptr_eq(w)) {
+                            waits.push(w.clone());
+                        }
+                    } else {
+                        missing.push(p);
+                    }
+                }
+            }
+            if let (Some(&a), Some(&b)) = (missing.first(), missing.last()) {
+                let run = self.widen(a..b + 1, &window);
+                waits.push(start_run(&self.core, &self.obj, self.v, run).0);
+            }
+            let mut retry = false;
+            for r in block_on(futures::future::join_all(waits)) {
+                match r {
+                    Ok(run) => fill(&mut have, need.start, &run),
+                    Err(FetchError::Cancelled) => retry = true,
+                    Err(e) => return Err(self.failed(e)),
+                }
+            }
+            if !retry && have.iter().all(Option::is_some) {
+                copy_out(&have, need.start, &want, buf);
+                return Ok(());
+            }
+        }
+        Err(self.failed(FetchError::Io(
+            libc::EIO,
+            format!(
+                "{}: read-ahead kept being cancelled",
+                self.core.fetcher.url(&self.obj.key)
+            ),
+        )))
+    }
+
+    /// `run` extended within `window` over pages neither cached nor being
+    /// fetched (the read-around).
+    fn widen(&self, run: Range<u64>, window: &Range<u64>) -> Range<u64> {
+        let cache = self.core.spans.lock();
+        let inflight = self.core.inflight.lock();
+        let free = |p: u64| !cache.contains(self.v, p) && !inflight.contains_key(&(self.v, p));
+        let mut r = run;
+        while r.start > window.start && free(r.start - 1) {
+            r.start -= 1;
+        }
+        while r.end < window.end && free(r.end) {
+            r.end += 1;
+        }
+        r
+    }
+
+    /// Tell the read-ahead about a read and start what it asks for.
+    fn track(&self, offset: u64, len: u64) {
+        let step = self.ahead.lock().on_read(offset, len, self.obj.len);
+        if let Step::Fetch(parts) = &step {
+            log::trace!("{}: read-ahead {parts:?}", self.obj.key);
+        }
+        match step {
+            Step::Nothing => {}
+            Step::Jump(old) => old.into_iter().for_each(|h| h.abort()),
+            Step::Fetch(parts) => {
+                let mut started = Vec::new();
+                for part in parts {
+                    if let Some(pages) = self.free_part(spans::pages(&part)) {
+                        let (_, h) = start_run(&self.core, &self.obj, self.v, pages);
+                        started.push(h);
+                    }
+                }
+                self.ahead.lock().started(started);
+            }
+        }
+    }
+
+    /// `pages` less the cached or fetching pages at its start and end.
+    fn free_part(&self, pages: Range<u64>) -> Option<Range<u64>> {
+        let cache = self.core.spans.lock();
+        let inflight = self.core.inflight.lock();
+        let free = |p: &u64| !cache.contains(self.v, *p) && !inflight.contains_key(&(self.v, *p));
+        let first = pages.clone().find(free)?;
+        let last = pages.clone().rev().find(free)?;
+        Some(first..last + 1)
+    }
+}
+
+/// Copy a run's pages into the slots of `have` (pages from `first`).
+fn fill(have: &mut [Option<Bytes>], first: u64, run: &Run) {
+    let n = run.data.len().div_ceil(PAGE as usize) as u64;
+    for p in run.start_page..run.start_page + n {
+        if p < first || p >= first + have.len() as u64 {
+            continue;
+        }
+        let at = ((p - run.start_page) * PAGE) as usize;
+        let end = (at + PAGE as usize).min(run.data.len());
+        have[(p - first) as usize] = Some(run.data.slice(at..end));
+    }
+}
+
+/// Copy the bytes of `want` out of `have` (pages from `first`) into `buf`.
+fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
+    for (i, page) in have.iter().enumerate() {
+        let page = page.as_ref().expect("all pages present");
+        let p0 = (first + i as u64) * PAGE;
+        let lo = want.start.max(p0);
+        let hi = want.end.min(p0 + page.len() as u64);
+        if lo < hi {
+            buf[(lo - want.start) as usize..(hi - want.start) as usize]
+                .copy_from_slice(&page[(lo - p0) as usize..(hi - p0) as usize]);
+        }
+    }
+}
+
+/// Start fetching `pages` of `obj` as one GET on the runtime, registered as
+/// in flight until it ends (or is aborted): the pending result and the
+/// handle to abort it by.
+pub(crate) fn start_run(
+    core: &Arc<Core>,
+    obj: &Arc<Object>,
+    v: Version,
+    pages: Range<u64>,
+) -> (Pending, tokio::task::AbortHandle) {
+    let id = core.next_run.fetch_add(1, Ordering::Relaxed);
+    let range = spans::bytes_of(&pages, obj.len);
+    let (core2, obj2, range2) = (core.clone(), obj.clone(), range.clone());
+    let mut inflight = core.inflight.lock();
+    let task = runtime().spawn(async move {
+        let _done = Unregister(core2.clone(), v, pages.clone(), id);
+        let data = core2.fetcher.range(&obj2, range2.clone()).await?;
+        core2.spans.lock().insert(v, range2.start, &data, obj2.len);
+        Ok(Run {
+            start_page: pages.start,
+            data,
+        })
+    });
+    let abort = task.abort_handle();
+    let pending = async move { task.await.unwrap_or(Err(FetchError::Cancelled)) }
+        .boxed()
+        .shared();
+    for p in spans::pages(&range) {
+        inflight.insert((v, p), (id, pending.clone()));
+    }
+    (pending, abort)
+}
+
+/// Removes a run's pages from the in-flight map when the run ends.
+struct Unregister(Arc<Core>, Version, Range<u64>, u64);
+
+impl Drop for Unregister {
+    fn drop(&mut self) {
+        let mut inflight = self.0.inflight.lock();
+        for p in self.2.clone() {
+            if inflight
+                .get(&(self.1, p))
+                .is_some_and(|(id, _)| *id == self.3)
+            {
+                inflight.remove(&(self.1, p));
+            }
+        }
+    }
+}
+
+impl Source for RemoteObject {
+    fn len(&self) -> u64 {
+        self.obj.len
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let want = checked(offset, buf.len(), self.obj.len, &self.obj.key)?;
+        self.track(offset, buf.len() as u64);
+        self.read(want, buf, true)
+    }
+
+    fn read_span<'a>(
+        &self,
+        offset: u64,
+        len: usize,
+        _access: blosc_decode::io::Access,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<(&'a [u8], bool)> {
+        let want = checked(offset, len, self.obj.len, &self.obj.key)?;
+        if scratch.len() < len {
+            scratch.resize(len, 0);
+        }
+        self.track(offset, len as u64);
+        self.read(want, &mut scratch[..len], false)?;
+        Ok((&scratch[..len], false))
+    }
+
+    fn will_need(&self, offset: u64, len: u64) {
+        let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) else {
+            return;
+        };
+        let cap = self.core.opts.span_cache / 2;
+        let pages = spans::pages(&want);
+        let bytes = (pages.end - pages.start) * PAGE;
+        if self.hinted.fetch_add(bytes, Ordering::Relaxed) + bytes > cap {
+            return;
+        }
+        let (core, obj, v) = (self.core.clone(), self.obj.clone(), self.v);
+        runtime().spawn(async move {
+            let Ok(_permit) = core.hints.acquire().await else {
+                return;
+            };
+            let free = {
+                let cache = core.spans.lock();
+                let inflight = core.inflight.lock();
+                pages
+                    .clone()
+                    .any(|p| !cache.contains(v, p) && !inflight.contains_key(&(v, p)))
+            };
+            if free {
+                let _ = start_run(&core, &obj, v, pages).0.await;
+            }
+        });
+    }
+}
+
+/// `offset..offset + len`, if inside an object of `size` bytes.
+fn checked(offset: u64, len: usize, size: u64, key: &str) -> Result<Range<u64>> {
+    match offset.checked_add(len as u64) {
+        Some(end) if end <= size => Ok(offset..end),
+        _ => Err(Error::truncated(format!(
+            "{key}: needs {len} bytes at {offset} but the object has {size}"
+        ))),
+    }
+}

@@ -1,0 +1,162 @@
+//! The span cache: compressed bytes of remote objects, in 4 KiB pages keyed
+//! by (object version, page number), least recently used first out, bounded
+//! in bytes and shared by every object of a [`crate::Remote`].
+//!
+//! Pages are slices of the buffers the GETs returned (no copy); a page holds
+//! [`PAGE`] bytes except an object's last one.
+
+use bytes::Bytes;
+use lru::LruCache;
+use std::ops::Range;
+
+/// Granularity of the cache.
+pub const PAGE: u64 = 4 << 10;
+/// Small reads are rounded out to this alignment (read-around), so a chunk
+/// header and the block starts after it cost one GET.
+pub const AROUND: u64 = 64 << 10;
+
+/// Which version of which object: a hash of (key, etag, length, mtime).
+pub type Version = u64;
+
+/// The pages `range` touches.
+pub fn pages(range: &Range<u64>) -> Range<u64> {
+    if range.is_empty() {
+        return range.start / PAGE..range.start / PAGE;
+    }
+    range.start / PAGE..range.end.div_ceil(PAGE)
+}
+
+/// The byte range of `pages` in an object of `len` bytes.
+pub fn bytes_of(pages: &Range<u64>, len: u64) -> Range<u64> {
+    (pages.start * PAGE).min(len)..(pages.end * PAGE).min(len)
+}
+
+/// `range` rounded out to [`AROUND`] alignment (within `len`) when it is
+/// smaller than that: the read-around of a small read.
+pub fn around(range: &Range<u64>, len: u64) -> Range<u64> {
+    if range.end - range.start >= AROUND {
+        return range.clone();
+    }
+    let start = range.start / AROUND * AROUND;
+    let end = range.end.div_ceil(AROUND).saturating_mul(AROUND).min(len);
+    start..end.max(range.end)
+}
+
+/// A byte-bounded LRU of pages.
+pub struct SpanCache {
+    pages: LruCache<(Version, u64), Bytes>,
+    bytes: u64,
+    cap: u64,
+}
+
+impl SpanCache {
+    /// An empty cache holding at most `cap` bytes.
+    pub fn new(cap: u64) -> Self {
+        SpanCache {
+            pages: LruCache::unbounded(),
+            bytes: 0,
+            cap,
+        }
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The page `page` of `v`, if held (and mark it used).
+    pub fn get(&mut self, v: Version, page: u64) -> Option<Bytes> {
+        self.pages.get(&(v, page)).cloned()
+    }
+
+    /// Is the page held? (Does not mark it used.)
+    pub fn contains(&self, v: Version, page: u64) -> bool {
+        self.pages.contains(&(v, page))
+    }
+
+    /// Keep `data`, the bytes of `v` from `start` (a multiple of [`PAGE`]),
+    /// as pages; a partial last page is kept only if it ends the object
+    /// (`start + data.len() == len`). Evicts the least recently used pages
+    /// beyond the cap.
+    pub fn insert(&mut self, v: Version, start: u64, data: &Bytes, len: u64) {
+        debug_assert_eq!(start % PAGE, 0);
+        let mut at = 0usize;
+        while at < data.len() {
+            let end = (at + PAGE as usize).min(data.len());
+            let is_last = start + end as u64 == len;
+            if end - at < PAGE as usize && !is_last {
+                break;
+            }
+            let page = (start + at as u64) / PAGE;
+            let piece = data.slice(at..end);
+            self.bytes += piece.len() as u64;
+            if let Some(old) = self.pages.put((v, page), piece) {
+                self.bytes -= old.len() as u64;
+            }
+            at = end;
+        }
+        while self.bytes > self.cap {
+            match self.pages.pop_lru() {
+                Some((_, p)) => self.bytes -= p.len() as u64,
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_arithmetic() {
+        assert_eq!(pages(&(0..1)), 0..1);
+        assert_eq!(pages(&(4095..4097)), 0..2);
+        assert_eq!(pages(&(4096..8192)), 1..2);
+        assert_eq!(pages(&(5..5)), 0..0);
+        assert_eq!(bytes_of(&(1..3), 10_000), 4096..10_000);
+        assert_eq!(bytes_of(&(0..1), 100), 0..100);
+    }
+
+    #[test]
+    fn read_around_rounds_small_reads_to_64k() {
+        let len = 1 << 20;
+        assert_eq!(around(&(100..4196), len), 0..AROUND);
+        // Straddling a boundary: both windows.
+        assert_eq!(around(&(AROUND - 10..AROUND + 10), len), 0..2 * AROUND);
+        // Near the end of the object: clipped to it.
+        assert_eq!(around(&(len - 10..len), len), len - AROUND..len);
+        assert_eq!(around(&(0..10), 50), 0..50);
+        // Large reads are taken as they are.
+        assert_eq!(around(&(7..7 + AROUND), len), 7..7 + AROUND);
+    }
+
+    #[test]
+    fn cache_accounts_bytes_and_evicts_lru() {
+        let mut c = SpanCache::new(3 * PAGE);
+        let data = Bytes::from(vec![1u8; 2 * PAGE as usize]);
+        c.insert(1, 0, &data, 1 << 20);
+        assert_eq!(c.bytes(), 2 * PAGE);
+        assert!(c.get(1, 0).is_some()); // page 0 now most recent
+        c.insert(2, PAGE, &data, 1 << 20); // pages 1, 2 of version 2
+        assert_eq!(c.bytes(), 3 * PAGE);
+        assert!(c.contains(1, 0), "recently used page kept");
+        assert!(!c.contains(1, 1), "least recently used page evicted");
+        assert!(c.contains(2, 1) && c.contains(2, 2));
+        // Re-inserting a page does not count it twice.
+        c.insert(2, PAGE, &data.slice(..PAGE as usize), 1 << 20);
+        assert_eq!(c.bytes(), 3 * PAGE);
+    }
+
+    #[test]
+    fn partial_pages_only_at_the_end_of_the_object() {
+        let mut c = SpanCache::new(1 << 20);
+        let data = Bytes::from(vec![7u8; PAGE as usize + 100]);
+        c.insert(1, 0, &data, 1 << 20);
+        assert!(c.contains(1, 0) && !c.contains(1, 1));
+        c.insert(2, 0, &data, PAGE + 100);
+        assert_eq!(c.get(2, 1).unwrap().len(), 100);
+        assert_eq!(c.bytes(), 2 * PAGE + 100);
+    }
+}
