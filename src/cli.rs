@@ -1,26 +1,101 @@
 //! Command-line entry points: `bloscfs cat`, `bloscfs info`, and the mount form.
 
+use crate::config::apply_remote_option;
+use crate::fs::{RemoteTree, SourceTree};
 use blosc_decode::container::{Container, Env};
-use blosc_decode::detect::open_path_with;
+use blosc_decode::detect::{open_path_with, open_source};
 use blosc_decode::error::Error;
+use bloscfs_remote::{Entry, Location, Options as RemoteOptions, Remote};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 pub use crate::config::{parse_size, VERSION};
+
+/// What `cat` and `info` read: a local file, or a remote one (with the
+/// store, whose request counts `--stats` prints).
+struct Target {
+    container: Container,
+    remote: Option<Remote>,
+}
+
+/// Open FILE, a path or a remote URL, as a container.
+fn open_target(file: &Path, remote: &RemoteOptions, env: &Env) -> Result<Target, String> {
+    let url = file.to_string_lossy();
+    let Some(loc) = Location::parse(&url) else {
+        return open_or_fail(file, env).map(|container| Target {
+            container,
+            remote: None,
+        });
+    };
+    let loc = loc?;
+    let r = Remote::connect(loc, remote.clone()).map_err(|e| format!("{url}: {e}"))?;
+    let opened = match r.stat("").map_err(|e| format!("{url}: {e}"))? {
+        Entry::Object(o) => {
+            let src = r.open(&o);
+            src.prefetch_open()
+                .and_then(|()| open_source(src, file, env))
+        }
+        // A sparse frame: a prefix holding chunks.b2frame.
+        Entry::Dir => {
+            let tree = RemoteTree::new(r.clone(), &url, Duration::from_secs(60));
+            let root = tree.root().to_path_buf();
+            let md = tree.stat(&root).map_err(|e| format!("{url}: {e}"))?;
+            tree.open_container(&root, &md, env)
+        }
+    };
+    match opened {
+        Ok(Some(container)) => Ok(Target {
+            container,
+            remote: Some(r),
+        }),
+        Ok(None) => Err(not_a_container(file)),
+        Err(e) => Err(e.in_file(file).to_string()),
+    }
+}
+
+fn not_a_container(path: &Path) -> String {
+    format!(
+        "{}: not a Blosc container (no Blosc1/Blosc2 chunk, frame, sparse frame, packed super-chunk or Bloscpack header found)",
+        path.display()
+    )
+}
+
+/// Print a remote store's request counts to stderr (`--stats`).
+fn print_stats(remote: Option<&Remote>) {
+    if let Some(r) = remote {
+        let s = r.stats();
+        eprintln!(
+            "bloscfs: requests: gets={} lists={} bytes={} retries={} errors={}",
+            s.gets, s.lists, s.bytes, s.retries, s.errors
+        );
+    }
+}
 
 fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     match open_path_with(path, env) {
         Ok(Some(c)) => Ok(c),
-        Ok(None) => Err(format!(
-            "{}: not a Blosc container (no Blosc1/Blosc2 chunk, frame, sparse frame, packed super-chunk or Bloscpack header found)",
-            path.display()
-        )),
+        Ok(None) => Err(not_a_container(path)),
         Err(e) => Err(e.in_file(path).to_string()),
     }
 }
 
+/// Apply `-o` options (comma-separated) of remote sources.
+fn apply_options(r: &mut RemoteOptions, list: &str, usage: &str) -> Result<(), String> {
+    for o in list.split(',').filter(|o| !o.is_empty()) {
+        let (k, v) = match o.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (o, None),
+        };
+        if !apply_remote_option(r, k, v)? {
+            return Err(format!("unknown option '{o}'\n{usage}"));
+        }
+    }
+    Ok(())
+}
+
 pub const CAT_USAGE: &str =
-    "usage: bloscfs cat [--offset N] [--length N] [--raw] [--no-verify] FILE";
+    "usage: bloscfs cat [-o OPTIONS] [--offset N] [--length N] [--raw] [--no-verify] [--stats] FILE";
 
 /// What `bloscfs cat` was asked for.
 struct CatArgs {
@@ -29,6 +104,8 @@ struct CatArgs {
     length: Option<u64>,
     verify: bool,
     raw: bool,
+    stats: bool,
+    remote: RemoteOptions,
 }
 
 /// Parse `cat`'s arguments (`Ok(None)`: help was printed).
@@ -38,6 +115,8 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
     let mut file: Option<PathBuf> = None;
     let mut verify = true;
     let mut raw = false;
+    let mut stats = false;
+    let mut remote = RemoteOptions::default();
     let mut it = args.iter();
     let size =
         |name: &str, v: &str| parse_size(v).ok_or_else(|| format!("{name}: not a size: {v}"));
@@ -49,7 +128,18 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
             size(name, v)
         };
         match a.as_str() {
-            "--offset" | "-o" => offset = value("--offset")?,
+            "--offset" => offset = value("--offset")?,
+            // `-o N` (a number) is the offset, as it always was.
+            "-o" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("-o needs a value\n{CAT_USAGE}"))?;
+                match parse_size(v) {
+                    Some(n) => offset = n,
+                    None => apply_options(&mut remote, v, CAT_USAGE)?,
+                }
+            }
+            "--stats" => stats = true,
             "--length" | "-n" => length = Some(value("--length")?),
             "--no-verify" => verify = false,
             "--raw" => raw = true,
@@ -57,7 +147,9 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
                 println!(
                     "{CAT_USAGE}\nWrites the uncompressed bytes of FILE (or the window given) to stdout.\n\
                      --raw: for arrays, the stored chunk content instead of the .npy file.\n\
-                     --no-verify: do not verify Bloscpack checksums."
+                     --no-verify: do not verify Bloscpack checksums.\n\
+                     -o OPTIONS: a remote FILE's options (see bloscfs --help).\n\
+                     --stats: print a remote FILE's request counts to stderr."
                 );
                 return Ok(None);
             }
@@ -80,6 +172,8 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
         length,
         verify,
         raw,
+        stats,
+        remote,
     }))
 }
 
@@ -91,7 +185,10 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     // Windows are decoded on all CPUs below: no decode-ahead pool.
     let mut env = Env::with_workers(64 << 20, 0);
     env.verify_checksums = a.verify;
-    let mut c = open_or_fail(&a.file, &env)?;
+    let Target {
+        container: mut c,
+        remote,
+    } = open_target(&a.file, &a.remote, &env)?;
     if a.raw {
         c = c
             .with_view(blosc_decode::container::View::Raw)
@@ -104,7 +201,11 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     write_range(&c, a.offset.min(end), end, &mut out)?;
-    out.flush().map_err(|e| format!("writing stdout: {e}"))
+    out.flush().map_err(|e| format!("writing stdout: {e}"))?;
+    if a.stats {
+        print_stats(remote.as_ref());
+    }
+    Ok(())
 }
 
 /// Write bytes `start..end` of `c` to `out`, decoding windows on all CPUs
@@ -163,15 +264,25 @@ fn write_range(c: &Container, start: u64, end: u64, out: &mut impl Write) -> Res
     })
 }
 
-pub const INFO_USAGE: &str = "usage: bloscfs info [--chunks] FILE";
+pub const INFO_USAGE: &str = "usage: bloscfs info [-o OPTIONS] [--chunks] [--stats] FILE";
 
 /// `bloscfs info`: describe a container.
 pub fn cmd_info(args: &[String]) -> Result<(), String> {
     let mut chunks = false;
+    let mut stats = false;
+    let mut remote = RemoteOptions::default();
     let mut file: Option<PathBuf> = None;
-    for a in args {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--chunks" | "-c" => chunks = true,
+            "--stats" => stats = true,
+            "-o" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| format!("-o needs a value\n{INFO_USAGE}"))?;
+                apply_options(&mut remote, v, INFO_USAGE)?;
+            }
             "-h" | "--help" => {
                 println!("{INFO_USAGE}\nShows the structure of a Blosc container; --chunks adds one line per chunk.");
                 return Ok(());
@@ -188,7 +299,13 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
     let env = Env::new(16 << 20);
-    let c = open_or_fail(&file, &env)?;
-    print!("{}", blosc_decode::report::render_info(&c, chunks));
+    let t = open_target(&file, &remote, &env)?;
+    print!(
+        "{}",
+        blosc_decode::report::render_info(&t.container, chunks)
+    );
+    if stats {
+        print_stats(t.remote.as_ref());
+    }
     Ok(())
 }

@@ -6,7 +6,9 @@
 
 use blosc_decode::container::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
 use blosc_decode::io::Access;
+use bloscfs_remote::{Location, Options as RemoteOptions};
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -59,10 +61,60 @@ impl FsOptions {
     }
 }
 
+/// Apply `key[=value]` if it is an option of remote sources (`region`,
+/// `endpoint`, `anonymous`, `manifest`, `user`, `password_file`,
+/// `timeout`, `retries`, `fetch_cache`): `Ok(false)` if it is not one.
+pub fn apply_remote_option(
+    r: &mut RemoteOptions,
+    k: &str,
+    v: Option<&str>,
+) -> Result<bool, String> {
+    let need = || v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"));
+    match k {
+        "region" => r.region = Some(need()?.to_string()),
+        "endpoint" => r.endpoint = Some(need()?.to_string()),
+        "anonymous" => r.anonymous = true,
+        "manifest" => r.manifest = Some(need()?.to_string()),
+        "user" => r.user = Some(need()?.to_string()),
+        "password_file" => r.password_file = Some(PathBuf::from(need()?)),
+        "timeout" => r.timeout = parse_seconds(k, need()?)?,
+        "retries" => {
+            let v = need()?;
+            r.retries = v
+                .parse()
+                .ok()
+                .filter(|&n: &u32| n <= 10)
+                .ok_or_else(|| format!("retries: not a number from 0 to 10: {v}"))?;
+        }
+        "fetch_cache" => {
+            let v = need()?;
+            r.span_cache = parse_size(v).ok_or_else(|| format!("fetch_cache: not a size: {v}"))?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Seconds, with a fraction if wanted (`0.5`), as a duration.
+pub fn parse_seconds(k: &str, v: &str) -> Result<Duration, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{k}: not a number of seconds: {v}"))
+}
+
 /// The mount form's arguments: the tree's options and the mount's own.
 #[derive(Debug, Clone)]
 pub struct MountArgs {
+    /// The source directory, or a remote source's URL as typed.
     pub source: PathBuf,
+    /// The remote source SOURCE names, if it is a URL.
+    pub location: Option<Location>,
+    /// Options of a remote source.
+    pub remote: RemoteOptions,
+    /// How long what a remote listing says is trusted (`-o metadata_ttl=`).
+    pub metadata_ttl: Duration,
     pub mountpoint: PathBuf,
     pub foreground: bool,
     pub debug: bool,
@@ -89,6 +141,9 @@ impl Default for MountArgs {
     fn default() -> Self {
         MountArgs {
             source: PathBuf::new(),
+            location: None,
+            remote: RemoteOptions::default(),
+            metadata_ttl: Duration::from_secs(1),
             mountpoint: PathBuf::new(),
             foreground: false,
             debug: false,

@@ -9,6 +9,7 @@ use crate::fs::Fs;
 use crate::fuse::{self, BloscFuse};
 use crate::logging::init_logging;
 use crate::mounts::{check_nesting, mounted_at};
+use bloscfs_remote::{Location, Remote};
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -16,8 +17,12 @@ use std::sync::Arc;
 
 pub const USAGE: &str = "\
 usage: bloscfs [-f] [-d] [-o OPTION[,OPTION...]] SOURCE MOUNTPOINT
-       bloscfs cat [--offset N] [--length N] [--raw] [--no-verify] FILE
-       bloscfs info [--chunks] FILE
+       bloscfs cat [-o OPTIONS] [--offset N] [--length N] [--raw] [--no-verify] [--stats] FILE
+       bloscfs info [-o OPTIONS] [--chunks] [--stats] FILE
+
+SOURCE is a directory, or a remote store: s3://BUCKET[/PREFIX],
+http(s)://HOST/PATH/ (listed by a manifest or an S3-style listing), or
+caterva2://HOST[:PORT]/ROOT[/PATH]. FILE may be a URL of these forms too.
 
 Mounts the directory tree SOURCE read-only at MOUNTPOINT. Every Blosc
 container in it (Blosc1/Blosc2 chunks, Blosc2 frames and sparse frames,
@@ -48,6 +53,17 @@ Options:
   -o fsname=NAME         source name shown in mount tables (default: SOURCE)
   -o subtype=NAME        file system subtype (default: bloscfs)
   -o auto_unmount        unmount when the daemon dies (implies allow_root)
+Remote sources:
+  -o region=NAME         S3 region (default: from the AWS environment, else us-east-1)
+  -o endpoint=URL        S3 endpoint of another store (MinIO, Ceph: http://host:9000)
+  -o anonymous           do not sign S3 requests (public buckets)
+  -o manifest=NAME       HTTP: the listing file under the URL (SIZE PATH per line)
+  -o user=NAME           Caterva2: log in as NAME ...
+  -o password_file=PATH  ... with the password in PATH
+  -o timeout=SECS        limit of one request, retried before it fails (default 10)
+  -o retries=N           retries of a failed request, with backoff (default 3)
+  -o fetch_cache=SIZE    compressed bytes kept and fetched ahead (default 64M)
+  -o metadata_ttl=SECS   how long a listing answers stats (default 1)
   -o ro, nodev, nosuid, noexec, noatime, dev, suid, exec, atime
                          passed to the kernel (the mount is always read-only)
   -o rw, defaults, auto, noauto, user, users, nouser, nofail, _netdev, x-*
@@ -95,6 +111,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
         return Err(format!("expected SOURCE and MOUNTPOINT\n\n{USAGE}"));
     }
     m.source = PathBuf::from(&pos[0]);
+    m.location = Location::parse(&pos[0]).transpose()?;
     m.mountpoint = PathBuf::from(&pos[1]);
     Ok(Some(m))
 }
@@ -150,6 +167,7 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         "fsname" => m.fsname = Some(need(k, v)?.to_string()),
         "subtype" => m.subtype = need(k, v)?.to_string(),
         "auto_unmount" => m.auto_unmount = true,
+        "metadata_ttl" => m.metadata_ttl = crate::config::parse_seconds(k, need(k, v)?)?,
         "debug" => {
             m.debug = true;
             m.foreground = true;
@@ -160,6 +178,7 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         "rw" | "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "nofail"
         | "_netdev" | "owner" | "comment" => {}
         k if k.starts_with("x-") => {}
+        _ if crate::config::apply_remote_option(&mut m.remote, k, v)? => {}
         _ => return Err(format!("unknown mount option '{o}' (see bloscfs --help)")),
     }
     Ok(())
@@ -208,6 +227,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let source = match m.source.canonicalize() {
+        _ if m.location.is_some() => m.source.clone(),
         Ok(p) if p.is_dir() => p,
         Ok(p) => {
             eprintln!("bloscfs: source {} is not a directory", p.display());
@@ -229,7 +249,9 @@ pub fn main(args: &[String]) -> i32 {
             return 1;
         }
     };
-    if let Err(e) = check_nesting(&source, &mountpoint) {
+    if m.location.is_some() {
+        // A remote source cannot hold the mount point.
+    } else if let Err(e) = check_nesting(&source, &mountpoint) {
         eprintln!("bloscfs: {e}");
         return 1;
     }
@@ -262,6 +284,20 @@ pub fn main(args: &[String]) -> i32 {
         return serve(&m, None);
     }
     daemonize(&m)
+}
+
+/// The presented tree of the source: a local directory, or a remote store
+/// reached now (after the fork: its runtime's threads live in the daemon)
+/// and listed once, so that a wrong bucket, URL or credential fails the
+/// mount instead of its first `ls`.
+fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
+    let Some(loc) = &m.location else {
+        return Fs::new(&m.source, &m.fs);
+    };
+    let remote = Remote::connect(loc.clone(), m.remote.clone())?;
+    remote.list("")?;
+    let tree = crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl);
+    Fs::with_tree(Arc::new(tree), &m.fs)
 }
 
 /// Fork a daemon that mounts and serves; returns the exit code once
@@ -397,7 +433,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         }
         1
     };
-    let fs = match Fs::new(&m.source, &m.fs) {
+    let fs = match open_tree(m) {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };

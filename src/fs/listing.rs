@@ -74,8 +74,8 @@ impl Fs {
         self.listings.built.fetch_add(1, Ordering::Relaxed);
         let found = self.with_fds(|| self.tree.list(&path).map_err(|e| errno_of(&e)))?;
         // Probing reads the first bytes of every file: on a cold cache that is
-        // I/O-bound, so spread it over a few threads.
-        let workers = found.len().div_ceil(256).clamp(1, 8);
+        // I/O-bound, so spread it over threads (as many as the tree says).
+        let workers = self.tree.listing_workers(found.len());
         let per = found.len().div_ceil(workers).max(1);
         let dir = &path;
         let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {

@@ -32,6 +32,7 @@ mod listing;
 mod open;
 mod probe;
 mod read;
+mod remote_tree;
 mod source_tree;
 mod tree;
 mod xattr;
@@ -43,6 +44,7 @@ use handle::{ContainerHandle, Handle, Handles, PlainHandle};
 use inodes::Inodes;
 use listing::{DirListing, Listings};
 use probe::Probes;
+pub use remote_tree::RemoteTree;
 pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
 pub use xattr::Statfs;
 

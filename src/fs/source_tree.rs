@@ -195,6 +195,11 @@ pub trait SourceTree: Send + Sync {
     /// Statistics of the storage holding the tree (nothing free: the mount
     /// is read-only).
     fn statfs(&self) -> std::io::Result<Statfs>;
+    /// How many threads stat and probe the `entries` of a listing: a local
+    /// disk wants a few, a remote store (a round trip per probe) many.
+    fn listing_workers(&self, entries: usize) -> usize {
+        entries.div_ceil(256).clamp(1, 8)
+    }
 }
 
 /// A local directory as the source tree.

@@ -1,0 +1,436 @@
+//! A remote store (S3 API, HTTP, Caterva2) as the source tree, through
+//! [`bloscfs_remote::Remote`]: directories are prefixes, files are objects,
+//! every container a [`RemoteObject`] pinned to the version it was listed
+//! with. What a listing says is kept for `metadata_ttl` and answers the
+//! stats that follow it; after that a stat asks the store again, so a
+//! replaced object is seen (with a new inode: handles opened on the old
+//! version fail, new opens read the new one).
+
+use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
+use super::Statfs;
+use blosc_decode::container::{Container, Env};
+use blosc_decode::detect::{self, FrameFiles, Probe};
+use blosc_decode::io::Source;
+use bloscfs_remote::{Entry, Object, Remote, RemoteObject};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The name of a sparse frame's index inside its directory.
+const SFRAME_INDEX: &str = "chunks.b2frame";
+
+/// What the store said an entry is, and when.
+#[derive(Clone)]
+struct Seen {
+    at: Instant,
+    node: Node,
+}
+
+#[derive(Clone)]
+enum Node {
+    Dir,
+    Object(Object),
+}
+
+/// A remote store presented as a directory tree.
+pub struct RemoteTree {
+    /// The location's URL as a path (`s3://bucket/prefix`): the paths the
+    /// presented tree uses are this joined with the keys below it.
+    root: PathBuf,
+    remote: Remote,
+    ttl: Duration,
+    seen: Mutex<HashMap<String, Seen>>,
+    /// Directories and objects are shown as the mounting user's.
+    uid: u32,
+    gid: u32,
+    mounted: Time,
+}
+
+impl RemoteTree {
+    /// The tree of `remote`, whose location reads `url`; what a listing
+    /// says is trusted for `ttl`.
+    pub fn new(remote: Remote, url: &str, ttl: Duration) -> RemoteTree {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        RemoteTree {
+            root: PathBuf::from(url.trim_end_matches('/')),
+            remote,
+            ttl,
+            seen: Mutex::new(HashMap::new()),
+            // SAFETY: getuid and getgid cannot fail and touch no memory.
+            uid: unsafe { libc::getuid() },
+            // SAFETY: as above.
+            gid: unsafe { libc::getgid() },
+            mounted: Time {
+                sec: now.as_secs() as i64,
+                nsec: now.subsec_nanos() as i64,
+            },
+        }
+    }
+
+    /// The store this tree reads (its request counters).
+    pub fn remote(&self) -> &Remote {
+        &self.remote
+    }
+
+    /// The key of `path` relative to the location ("" for the root).
+    fn key(&self, path: &Path) -> std::io::Result<String> {
+        let rel = path.strip_prefix(&self.root).map_err(|_| enoent())?;
+        let parts: Vec<&str> = rel
+            .components()
+            .map(|c| c.as_os_str().to_str().ok_or_else(enoent))
+            .collect::<std::io::Result<_>>()?;
+        Ok(parts.join("/"))
+    }
+
+    fn remember(&self, key: String, node: Node) {
+        let at = Instant::now();
+        self.seen.lock().insert(key, Seen { at, node });
+    }
+
+    /// What `key` is: from a listing younger than the TTL, else asked.
+    fn node(&self, key: &str) -> std::io::Result<Node> {
+        if key.is_empty() {
+            return Ok(Node::Dir);
+        }
+        if let Some(s) = self.seen.lock().get(key) {
+            if s.at.elapsed() < self.ttl {
+                return Ok(s.node.clone());
+            }
+        }
+        let node = match self.remote.stat(key) {
+            Ok(Entry::Dir) => Node::Dir,
+            Ok(Entry::Object(o)) => Node::Object(o),
+            Err(e) => {
+                self.seen.lock().remove(key);
+                return Err(e);
+            }
+        };
+        self.remember(key.to_string(), node.clone());
+        Ok(node)
+    }
+
+    /// The object at `path`, if it is still the version `meta` describes.
+    fn object_as(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Object> {
+        let key = self.key(path).map_err(|e| err_in(e, path))?;
+        match self.node(&key).map_err(|e| err_in(e, path))? {
+            Node::Object(o) if self.meta_of(&key, &Node::Object(o.clone())).ino == meta.ino => {
+                Ok(o)
+            }
+            _ => Err(
+                blosc_decode::Error::changed("replaced since it was looked up: not opened")
+                    .in_file(path),
+            ),
+        }
+    }
+
+    fn meta_of(&self, key: &str, node: &Node) -> Meta {
+        let (kind, len, mode, nlink, version, mtime) = match node {
+            Node::Dir => (EntryKind::Dir, 0, libc::S_IFDIR | 0o555, 2, None, None),
+            Node::Object(o) => (
+                EntryKind::File,
+                o.len,
+                libc::S_IFREG | 0o444,
+                1,
+                Some(version_of(o)),
+                o.mtime,
+            ),
+        };
+        let mtime = mtime.map(time_of).unwrap_or(self.mounted);
+        Meta {
+            kind,
+            len,
+            ino: inode_of(key, version),
+            dev: 0,
+            mode,
+            uid: self.uid,
+            gid: self.gid,
+            nlink,
+            blocks: len.div_ceil(512),
+            atime: mtime,
+            mtime,
+            ctime: mtime,
+            born: None,
+        }
+    }
+
+    /// The files of the sparse frame under `key`: one listing of its prefix.
+    fn frame_files(&self, key: &str, path: &Path) -> std::io::Result<RemoteFrame> {
+        let listing = self.remote.list(key)?;
+        let objects = listing
+            .objects
+            .into_iter()
+            .filter_map(|o| Some((o.key.rsplit('/').next()?.to_string(), o)))
+            .collect();
+        Ok(RemoteFrame {
+            path: path.to_path_buf(),
+            remote: self.remote.clone(),
+            objects,
+        })
+    }
+}
+
+/// The version of an object: its ETag, or else its length and time.
+fn version_of(o: &Object) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    match &o.etag {
+        Some(e) => e.hash(&mut h),
+        None => (o.len, o.mtime).hash(&mut h),
+    }
+    h.finish()
+}
+
+/// An inode number for `key` (and the object's version: a replaced object
+/// is a new file, as a local file replaced by a rename is).
+fn inode_of(key: &str, version: Option<u64>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    version.hash(&mut h);
+    h.finish() & !(1 << 63)
+}
+
+fn time_of(t: SystemTime) -> Time {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => Time {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos() as i64,
+        },
+        Err(_) => Time::default(),
+    }
+}
+
+fn enoent() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::ENOENT)
+}
+
+fn err_in(e: std::io::Error, path: &Path) -> blosc_decode::Error {
+    blosc_decode::Error::from(e).in_file(path)
+}
+
+impl SourceTree for RemoteTree {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn hides(&self, _path: &Path) -> bool {
+        false
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
+        let key = self.key(dir)?;
+        let listing = self.remote.list(&key)?;
+        let child = |name: &str| match key.as_str() {
+            "" => name.to_string(),
+            k => format!("{k}/{name}"),
+        };
+        let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
+        for d in listing.dirs {
+            self.remember(child(&d), Node::Dir);
+            names.push(OsString::from(d));
+        }
+        for o in listing.objects {
+            let Some(name) = o.key.rsplit('/').next().map(str::to_string) else {
+                continue;
+            };
+            // An object named like its directory ("a/" kept as a marker)
+            // is not an entry.
+            if name.is_empty() {
+                continue;
+            }
+            self.remember(child(&name), Node::Object(o));
+            names.push(OsString::from(name));
+        }
+        Ok(names)
+    }
+
+    fn stat(&self, path: &Path) -> std::io::Result<Meta> {
+        let key = self.key(path)?;
+        let node = self.node(&key)?;
+        Ok(self.meta_of(&key, &node))
+    }
+
+    fn stat_follow(&self, path: &Path) -> std::io::Result<Meta> {
+        self.stat(path)
+    }
+
+    fn read_link(&self, _path: &Path) -> std::io::Result<PathBuf> {
+        Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
+        if meta.is_dir() {
+            let index = path.join(SFRAME_INDEX);
+            let Ok(im) = self.stat(&index) else {
+                return Ok(None);
+            };
+            if !im.is_file() {
+                return Ok(None);
+            }
+            let o = self.object_as(&index, &im)?;
+            return detect::probe_sframe_index(self.remote.open(&o), path).map(Some);
+        }
+        let o = self.object_as(path, meta)?;
+        detect::probe_source(self.remote.open(&o), path)
+    }
+
+    fn open_container(
+        &self,
+        path: &Path,
+        meta: &Meta,
+        env: &Env,
+    ) -> blosc_decode::Result<Option<Container>> {
+        let key = self.key(path).map_err(|e| err_in(e, path))?;
+        if meta.is_dir() {
+            let files = self.frame_files(&key, path).map_err(|e| err_in(e, path))?;
+            if !files.objects.contains_key(SFRAME_INDEX) {
+                return Ok(None);
+            }
+            return detect::open_sframe(&files, env).map(Some);
+        }
+        let o = self.object_as(path, meta)?;
+        let src = self.remote.open(&o);
+        src.prefetch_open().map_err(|e| e.in_file(path))?;
+        detect::open_source(src, path, env)
+    }
+
+    fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
+        let key = self.key(path)?;
+        match self.node(&key)? {
+            Node::Object(o) => {
+                let meta = self.meta_of(&key, &Node::Object(o.clone()));
+                let obj = self.remote.open(&o);
+                Ok((
+                    Box::new(RemoteRaw {
+                        obj,
+                        meta: meta.clone(),
+                    }),
+                    meta,
+                ))
+            }
+            Node::Dir => Err(std::io::Error::from_raw_os_error(libc::EISDIR)),
+        }
+    }
+
+    fn dir_container_access(&self, path: &Path, _meta: &Meta) -> (u16, u64) {
+        let Ok(key) = self.key(path) else {
+            return (0, 0);
+        };
+        match self.remote.list(&key) {
+            Ok(l) => (0o444, l.objects.iter().map(|o| o.len.div_ceil(512)).sum()),
+            Err(_) => (0, 0),
+        }
+    }
+
+    fn statfs(&self) -> std::io::Result<Statfs> {
+        Ok(Statfs {
+            blocks: 0,
+            bfree: 0,
+            bavail: 0,
+            files: 0,
+            ffree: 0,
+            bsize: 4096,
+            namelen: 1024,
+            frsize: 4096,
+        })
+    }
+
+    fn listing_workers(&self, entries: usize) -> usize {
+        // Each probe waits for a round trip: many at once.
+        entries.div_ceil(4).clamp(1, 32)
+    }
+}
+
+/// A plain object read as raw bytes (the version listed when it was opened).
+struct RemoteRaw {
+    obj: Arc<RemoteObject>,
+    meta: Meta,
+}
+
+impl RawFile for RemoteRaw {
+    fn meta(&self) -> std::io::Result<Meta> {
+        Ok(self.meta.clone())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let len = self.obj.len();
+        if offset >= len {
+            return Ok(0);
+        }
+        let n = ((len - offset) as usize).min(buf.len());
+        self.obj
+            .read_exact_at(offset, &mut buf[..n])
+            .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
+        Ok(n)
+    }
+
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+        let len = self.obj.len() as i64;
+        match whence {
+            libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
+            libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
+            libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
+            libc::SEEK_SET if offset >= 0 => Ok(offset),
+            libc::SEEK_END => len
+                .checked_add(offset)
+                .filter(|&o| o >= 0)
+                .ok_or(libc::EINVAL),
+            _ => Err(libc::EINVAL),
+        }
+    }
+}
+
+/// A sparse frame's files under an object-store prefix.
+struct RemoteFrame {
+    path: PathBuf,
+    remote: Remote,
+    /// Its objects by name.
+    objects: HashMap<String, Object>,
+}
+
+impl FrameFiles for RemoteFrame {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn entries(&self) -> u64 {
+        self.objects.len() as u64
+    }
+
+    fn index(&self) -> blosc_decode::Result<Arc<dyn Source>> {
+        let o = self
+            .objects
+            .get(SFRAME_INDEX)
+            .ok_or_else(|| blosc_decode::Error::io(libc::ENOENT, "chunks.b2frame is missing"))?;
+        let src = self.remote.open(o);
+        src.prefetch_open()?;
+        Ok(src)
+    }
+
+    fn chunk(&self, name: &str) -> Arc<dyn Source> {
+        match self.objects.get(name) {
+            Some(o) => self.remote.open(o),
+            None => Arc::new(Missing(name.to_string())),
+        }
+    }
+}
+
+/// A chunk object that is not there: its reads fail.
+struct Missing(String);
+
+impl Source for Missing {
+    fn len(&self) -> u64 {
+        0
+    }
+
+    fn read_exact_at(&self, _offset: u64, _buf: &mut [u8]) -> blosc_decode::Result<()> {
+        Err(blosc_decode::Error::io(
+            libc::EIO,
+            format!("chunk file {} is missing", self.0),
+        ))
+    }
+}
