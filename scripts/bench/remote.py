@@ -15,7 +15,8 @@ started here on 127.0.0.1, against what a user would do without bloscfs:
     ListObjectsV2 (the floor: listing names and sizes without reading anything)
 Loopback has no network latency: the request counts say more than the times.
 The servers come from the servers venv: $BENCH_SERVERS_VENV, else .venv-servers
-in the repository (scripts/setup.sh makes it), else /tmp/vs.
+in the repository (scripts/setup.sh makes it), else /tmp/vs; the plain HTTP
+server is scripts/servers/faulty.py (or $BENCH_FAULTY).
 """
 
 import datetime
@@ -60,11 +61,14 @@ def free_port():
 
 
 class Server:
-    """A server process on 127.0.0.1:port, ready when `probe` answers 200."""
+    """A server process on 127.0.0.1:port, ready when `probe` answers 200; its
+    output (with the access log of every request) goes to the file `log`."""
 
-    def __init__(self, cmd, port, probe, env=None, log=None):
-        self.port = port
-        self.p = subprocess.Popen(cmd, env=env, stdout=log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    def __init__(self, cmd, port, probe, log, env=None):
+        self.port, self.log = port, log
+        with open(log, "w") as f:
+            self.p = subprocess.Popen(cmd, env=dict(env or os.environ, PYTHONUNBUFFERED="1"), stdout=f,
+                                      stderr=subprocess.STDOUT)
         t = time.time()
         while True:
             try:
@@ -75,8 +79,16 @@ class Server:
                 pass
             if self.p.poll() is not None or time.time() - t > 60:
                 self.close()
-                raise RuntimeError(f"{cmd[0]} did not start on port {port}")
+                raise RuntimeError(f"{cmd[0]} did not start on port {port} (see {log})")
             time.sleep(0.2)
+
+    def logged(self, pattern):
+        """Lines of the access log so far that contain `pattern`: each request is one
+        line (moto colours some), written once it is answered, so a moment's wait
+        first lets the last one land."""
+        time.sleep(0.05)
+        with open(self.log, errors="replace") as f:
+            return sum(pattern in line for line in f)
 
     def close(self):
         self.p.terminate()
@@ -166,26 +178,6 @@ def download(port, path, sign, part=8 * MB, inflight=8):
     return buf, 1 + len(starts)
 
 
-def remote_gets(stats):
-    """GETs the daemon made, from its counters (None if it does not count them)."""
-    for k in ("remote_gets", "gets"):
-        if k in stats:
-            return stats[k]
-    return None
-
-
-def cat_gets(b, be, offset=None, length=None):
-    """GETs a `bloscfs cat --stats` of x.b2nd makes (an open and the read), the
-    count it prints to stderr: `bloscfs: requests: gets=N lists=N ...`."""
-    cmd = [b.BIN, "cat", "--stats"] + (["-o", be.opts] if be.opts else [])
-    if offset is not None:
-        cmd += ["--offset", str(offset), "--length", str(length)]
-    r = subprocess.run(cmd + [be.src.rstrip("/") + "/x.b2nd"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       check=True)
-    line = [l for l in r.stderr.decode().splitlines() if "requests:" in l][-1]
-    return int(dict(kv.split("=") for kv in line.split("requests:")[1].split())["gets"])
-
-
 def run(b, a, d):
     """Measure the remote rows; `b` is bench.py (row, Mount, ...), `a` its arguments, `d` its data dir."""
     bins = servers_bin(b.ROOT)
@@ -197,31 +189,35 @@ def run(b, a, d):
     local, data, state, web = prepare(top, nbytes, n_many)
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
     servers = []
-    log = open(os.path.join(top, "servers.log"), "w")
     try:
         port, c2port, hport = free_port(), free_port(), free_port()
-        servers.append(Server([os.path.join(bins, "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port, "/",
-                              log=log))
+        moto = Server([os.path.join(bins, "moto_server"), "-H", "127.0.0.1", "-p", str(port)], port, "/",
+                      os.path.join(top, "moto.log"))
+        servers.append(moto)
         subprocess.run([os.path.join(bins, "python"), S3CLIENT,
                         f"http://127.0.0.1:{port}", "fill", BUCKET, data], check=True, capture_output=True)
-        servers.append(Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen",
-                               f"127.0.0.1:{c2port}"], c2port, "/api/roots",
-                              env=dict(os.environ, CATERVA2_SECRET="bench"), log=log))
-        faulty = os.path.join(b.ROOT, "scripts/servers/faulty.py")
+        cat2 = Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen", f"127.0.0.1:{c2port}"],
+                      c2port, "/api/roots", os.path.join(top, "cat2.log"), env=dict(os.environ, CATERVA2_SECRET="bench"))
+        servers.append(cat2)
+        faulty = os.environ.get("BENCH_FAULTY") or os.path.join(b.ROOT, "scripts/servers/faulty.py")
+        http = None
         if os.path.exists(faulty):
-            servers.append(Server([sys.executable, faulty, web, "--port", str(hport)], hport, "/_stats", log=log))
+            http = Server([sys.executable, faulty, web, "--port", str(hport)], hport, "/_stats",
+                          os.path.join(top, "http.log"))
+            servers.append(http)
         else:
-            hport = None
             print("[remote] no scripts/servers/faulty.py: no plain HTTP rows")
         c = Ctx(b, a, d, nbytes, local)
+        # Requests counted by the servers: moto's and cat2-server's access logs, faulty.py's /_stats.
         c.backends = [Backend("S3", f"s3://{BUCKET}/big", f"endpoint=http://127.0.0.1:{port}", port,
-                              f"/{BUCKET}/big/x.b2nd", sign=True)]
-        if hport:
+                              f"/{BUCKET}/big/x.b2nd", sign=True, count=lambda: moto.logged("GET /" + BUCKET))]
+        if http:
             c.backends.append(Backend("HTTP", f"http://127.0.0.1:{hport}/big/", f"manifest={MANIFEST}", hport,
-                                      "/big/x.b2nd", sign=False, counted=True))
-        c.c2 = Backend("Caterva2", f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}", "", c2port, None, sign=False)
+                                      "/big/x.b2nd", sign=False, count=faulty_gets(hport)))
+        c.c2 = Backend("Caterva2", f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}", "", c2port, None, sign=False,
+                       count=lambda: cat2.logged("GET /api/"))
         c.c2base = f"http://127.0.0.1:{c2port}/"
-        c.s3port, c.bins = port, bins
+        c.s3port, c.bins, c.moto = port, bins, moto
         sequential(c)
         random_reads(c)
         listing(c, n_many)
@@ -230,7 +226,6 @@ def run(b, a, d):
             subprocess.run(["fusermount3", "-u", os.path.join(d, "mnt")])
         for srv in reversed(servers):
             srv.close()
-        log.close()
 
 
 def prepare(top, nbytes, n_many):
@@ -254,19 +249,21 @@ def prepare(top, nbytes, n_many):
 MANIFEST = "manifest.txt"
 
 
-class Backend:
-    """One remote source: its URL and mount options, and the object a plain client reads."""
-
-    def __init__(self, name, src, opts, port, key, sign, counted=False):
-        self.name, self.src, self.opts, self.port, self.key, self.sign = name, src, opts, port, key, sign
-        self.counted = counted  # the server counts GETs (faulty.py's /_stats)
-
-    def server_gets(self):
-        """GETs the server has answered (None if it does not count them)."""
-        if not self.counted:
-            return None
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_stats", timeout=10) as r:
+def faulty_gets(port):
+    """A counter of the GETs faulty.py on `port` has answered."""
+    def count():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=10) as r:
             return json.load(r)["gets"]
+    return count
+
+
+class Backend:
+    """One remote source: its URL and mount options, the object a plain client
+    reads, and the server's count of requests answered."""
+
+    def __init__(self, name, src, opts, port, key, sign, count):
+        self.name, self.src, self.opts, self.port, self.key, self.sign = name, src, opts, port, key, sign
+        self.count = count
 
     def get(self, start, end):
         return ranged_get(self.port, self.key, start, end, self.sign)
@@ -290,17 +287,6 @@ class Ctx:
     def mount(self, be):
         return self.b.Mount(be.src, self.mp, opts=be.opts)
 
-    def gets(self, be):
-        """GETs made for the mount at mp so far: the server's count where it keeps one,
-        else the daemon's (None if neither says)."""
-        n = be.server_gets()
-        if n is not None:
-            return n
-        try:
-            return remote_gets(self.b.daemon_stats(self.mp))
-        except OSError:
-            return None
-
 
 def alternate(runs, ours, theirs):
     """`runs` rounds of both, which goes first alternating: (ours' results, theirs')."""
@@ -315,10 +301,6 @@ def med(v):
     return statistics.median(v)
 
 
-def delta(a, b):
-    return None if a is None or b is None else b - a
-
-
 def sequential(c):
     """Cold sequential reads of x.npy through a mount vs the download-and-decode
     baseline (S3, HTTP) and C2Array[:] (Caterva2)."""
@@ -327,12 +309,12 @@ def sequential(c):
     def ours(be):
         def f():
             b.drop_caches()
+            g0 = be.count()
             m = c.mount(be)
-            g0 = c.gets(be)
             t0 = time.perf_counter()
             n = b.read_seq(c.npy)
             t = time.perf_counter() - t0
-            gets = delta(g0, c.gets(be))
+            gets = be.count() - g0
             m.close()
             assert n > c.nbytes, n
             return t, gets
@@ -364,9 +346,8 @@ def sequential(c):
         mine, ref = alternate(c.runs, ours(be), theirs)
         verify_npy(c, be)
         t_o, t_r = med(t for t, _ in mine), med(t for t, _ in ref)
-        gets = f"{mine[-1][1]} GETs" if mine[-1][1] is not None else f"bloscfs cat: {cat_gets(b, be)} GETs"
         b.row("remote", f"{be.name} cold sequential, {c.nbytes >> 20} MiB float64 ({c.compressed_len / MB:.0f} MiB "
-              f"stored): read of the mount's .npy ({gets}) vs {what} ({c.nbytes / t_r / 1e9:.2f} "
+              f"stored): read of the mount's .npy ({mine[-1][1]} requests from the mount to the last byte) vs {what} ({c.nbytes / t_r / 1e9:.2f} "
               f"GB/s, {ref[-1][1]} requests)", c.nbytes / t_o / 1e9, "GB/s", t_r / t_o)
 
 
@@ -395,25 +376,19 @@ def random_reads(c):
     def ours(be):
         def f():
             b.drop_caches()
+            g0 = be.count()
             m = c.mount(be)
             hdr = os.path.getsize(c.npy) - c.nbytes
             fd = os.open(c.npy, os.O_RDONLY)
-            g = [c.gets(be)]
-            got = []
-
-            def read(o):
-                got.append(os.pread(fd, 4096, hdr + o))
-                if len(g) == 1:
-                    g.append(c.gets(be))
-
-            lat = b.latencies(read, offs)
-            g.append(c.gets(be))
+            g1, got = be.count(), []
+            lat = b.latencies(lambda o: got.append(os.pread(fd, 4096, hdr + o)), offs[:1])
+            g2 = be.count()
+            lat += b.latencies(lambda o: got.append(os.pread(fd, 4096, hdr + o)), offs[1:])
+            g3 = be.count()
             os.close(fd)
             m.close()
             assert got == want, f"{be.src}: random reads differ from the array"
-            if None in g:
-                return lat, None, None
-            return lat, g[1] - g[0], (g[2] - g[1]) / (n_r - 1)
+            return lat, g1 - g0, g2 - g1, (g3 - g2) / (n_r - 1)
         return f
 
     def c2array():
@@ -432,51 +407,48 @@ def random_reads(c):
     def p50(res):
         return med(med(lat) for lat, *_ in res)
 
-    floor = "one raw ranged GET of 4 KiB (the floor: 1 round trip"
+    floor = "one raw ranged GET of 4 KiB at random offsets of the object (the floor: 1 round trip)"
     for be, theirs, what in [(be, raw(be), floor) for be in c.backends] + [
-            (c.c2, c2array, "python-blosc2 C2Array slices of the same 512 elements (")]:
+            (c.c2, c2array, "python-blosc2 C2Array slices of the same 512 elements")]:
         mine, ref = alternate(c.runs, ours(be), theirs)
         p_o, p_r = p50(mine), p50(ref)
-        if mine[-1][1] is not None:
-            gets = f"{per(mine[-1][1])} GETs for the first read, then {per(mine[-1][2])} per read"
-        else:
-            gets = f"bloscfs cat of 4 KiB: {per(med(cat_gets(b, be, o, 4096) for o in offs[:5]))} GETs with the open"
+        _, g_open, g_first, g_then = mine[-1]
+        gets = f"{g_open} requests to mount and open, {g_first} for the first read, then {per(g_then)} per read"
         b.row("remote", f"{be.name} cold random 4 KiB p50, {n_r} reads, fresh mount per round ({gets}) "
-              f"vs {what}, p50 {p_r * 1e3:.2f} ms, "
-              f"{per(ref[-1][1])} requests per read)", p_o * 1e3, "ms", p_r / p_o)
+              f"vs {what} (p50 {p_r * 1e3:.2f} ms, {per(ref[-1][1])} requests per read)", p_o * 1e3, "ms", p_r / p_o)
 
 
 def listing(c, n):
     """`ls -l` of a prefix of `n` small containers through a fresh mount vs boto3's
-    paginated ListObjectsV2 (names and sizes, the floor)."""
+    paginated ListObjectsV2 (names and stored sizes: the floor, which reads no
+    container; `ls -l` shows decoded sizes, which are in the containers' headers)."""
     b = c.b
-    be = Backend("S3", f"s3://{BUCKET}/many", f"endpoint=http://127.0.0.1:{c.s3port}", c.s3port, None, sign=True)
+    be = Backend("S3", f"s3://{BUCKET}/many", f"endpoint=http://127.0.0.1:{c.s3port}", c.s3port, None, sign=True,
+                 count=None)
+
+    def requests():
+        return c.moto.logged("GET /" + BUCKET), c.moto.logged("list-type=2")
 
     def ours():
-        m = c.mount(be)
+        (g0, l0), m = requests(), c.mount(be)
         t0 = time.perf_counter()
         out = b.sh(f"ls -l {c.mp}").stdout
         t = time.perf_counter() - t0
-        try:
-            st = b.daemon_stats(c.mp)
-        except OSError:
-            st = {}
+        g1, l1 = requests()
         m.close()
         lines = out.splitlines()[1:]
         assert len(lines) == n and all(l.split()[4] == "4000" for l in lines), out[:500]
-        return t, st
+        return t, (g1 - g0) - (l1 - l0), l1 - l0
 
     def floor():
-        r = subprocess.run([os.path.join(c.bins, "python"), S3CLIENT,
-                            f"http://127.0.0.1:{c.s3port}", "list", BUCKET, "many"],
-                           capture_output=True, check=True, text=True)
+        r = subprocess.run([os.path.join(c.bins, "python"), S3CLIENT, f"http://127.0.0.1:{c.s3port}", "list", BUCKET,
+                            "many"], capture_output=True, check=True, text=True)
         t, keys, _, reqs = r.stdout.split()
         assert int(keys) == n, r.stdout
         return float(t), int(reqs)
 
     mine, ref = alternate(c.runs, ours, floor)
-    t_o, t_r = med(t for t, _ in mine), med(t for t, _ in ref)
-    st = mine[-1][1]
-    asked = ", ".join(f"{k}={v}" for k, v in st.items() if "get" in k or "list" in k) or "requests not counted"
-    b.row("remote", f"S3 ls -l of {n:,} containers, fresh mount ({asked}) vs boto3 ListObjectsV2 paginated "
-          f"({t_r * 1e3:.0f} ms, {ref[-1][1]} requests)", t_o * 1e3, "ms", t_r / t_o)
+    t_o, t_r = med(t for t, *_ in mine), med(t for t, _ in ref)
+    _, gets, lists = mine[-1]
+    b.row("remote", f"S3 ls -l of {n:,} containers, fresh mount ({lists} LISTs, {gets} GETs) vs boto3 "
+          f"ListObjectsV2 paginated ({t_r * 1e3:.0f} ms, {ref[-1][1]} requests)", t_o * 1e3, "ms", t_r / t_o)
