@@ -339,6 +339,17 @@ impl SourceTree for RemoteTree {
         })
     }
 
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let s = self.remote.stats();
+        vec![
+            ("remote_gets", s.gets),
+            ("remote_lists", s.lists),
+            ("remote_bytes", s.bytes),
+            ("remote_retries", s.retries),
+            ("remote_errors", s.errors),
+        ]
+    }
+
     fn listing_workers(&self, entries: usize) -> usize {
         // Each probe waits for a round trip: many at once.
         entries.div_ceil(4).clamp(1, 32)

@@ -200,6 +200,11 @@ pub trait SourceTree: Send + Sync {
     fn listing_workers(&self, entries: usize) -> usize {
         entries.div_ceil(256).clamp(1, 8)
     }
+    /// Counters of the tree's own work (a remote store's requests), as
+    /// `user.bloscfs.stats` shows them.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A local directory as the source tree.

@@ -27,6 +27,9 @@ impl Fs {
         if ino == ROOT_INO {
             let mut stats = self.env.stats.render(&self.env.cache);
             stats.push_str(&format!("inodes_held={}\n", self.nodes_held()));
+            for (k, v) in self.tree.counters() {
+                stats.push_str(&format!("{k}={v}\n"));
+            }
             out.push(("user.bloscfs.stats".to_string(), stats.into_bytes()));
             return Ok(out);
         }

@@ -73,7 +73,8 @@ mod list;
 mod location;
 mod net;
 mod object;
-mod parse;
+#[doc(hidden)]
+pub mod parse;
 mod requests;
 mod session;
 mod spans;
