@@ -23,8 +23,8 @@ then measures, each as the median of --runs:
     after random reads over the five series (three block sizes); zero chunks vs the FUSE floor
   - mount + `ls -l` of a tree of 10,000 small containers
   - ratarmount (if it can be installed) on the same bytes as .tar.gz, sequential and random
-  - remote sources (scripts/bench/remote.py; alone with --remote): mounts of S3 (moto) and
-    Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs
+  - remote sources (scripts/bench/remote.py; alone with --remote): mounts of S3 (moto), plain
+    HTTP and Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs
 Absolute times on a shared 2-core machine are noisy: read the ratios.
 """
 

@@ -9,11 +9,13 @@ started here on 127.0.0.1, against what a user would do without bloscfs:
   - cold random 4 KiB reads (p50, requests per read): vs `C2Array` slices of
     the same elements; vs one raw ranged GET of 4 KiB (the floor: one round trip)
   - the same reads over plain HTTP (scripts/servers/faulty.py serving the file with
-    a manifest, no faults), whose server counts the GETs; moto reads a whole
-    object for every ranged GET, so its times grow with the object
+    a manifest, no faults): moto reads a whole object for every ranged GET, so its
+    times grow with the object's size; faulty.py reads only the range
   - `ls -l` of a prefix of 1,000 small containers: vs boto3's paginated
     ListObjectsV2 (the floor: listing names and sizes without reading anything)
 Loopback has no network latency: the request counts say more than the times.
+They are counted by the servers (moto's and cat2-server's access logs,
+faulty.py's /_stats), so they include every request the daemon makes.
 The servers come from the servers venv: $BENCH_SERVERS_VENV, else .venv-servers
 in the repository (scripts/setup.sh makes it), else /tmp/vs; the plain HTTP
 server is scripts/servers/faulty.py (or $BENCH_FAULTY).
