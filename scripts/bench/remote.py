@@ -199,7 +199,8 @@ def run(b, a, d):
         subprocess.run([os.path.join(bins, "python"), S3CLIENT,
                         f"http://127.0.0.1:{port}", "fill", BUCKET, data], check=True, capture_output=True)
         cat2 = Server([os.path.join(bins, "cat2-server"), "--statedir", state, "--listen", f"127.0.0.1:{c2port}"],
-                      c2port, "/api/roots", os.path.join(top, "cat2.log"), env=dict(os.environ, CATERVA2_SECRET="bench"))
+                      c2port, "/api/roots", os.path.join(top, "cat2.log"),
+                      env=dict(os.environ, CATERVA2_SECRET="bench"))
         servers.append(cat2)
         faulty = os.environ.get("BENCH_FAULTY") or os.path.join(b.ROOT, "scripts/servers/faulty.py")
         http = None
