@@ -23,6 +23,8 @@ then measures, each as the median of --runs:
     after random reads over the five series (three block sizes); zero chunks vs the FUSE floor
   - mount + `ls -l` of a tree of 10,000 small containers
   - ratarmount (if it can be installed) on the same bytes as .tar.gz, sequential and random
+  - remote sources (scripts/bench/remote.py; alone with --remote): mounts of S3 (moto), plain
+    HTTP and Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs
 Absolute times on a shared 2-core machine are noisy: read the ratios.
 """
 
@@ -38,6 +40,8 @@ import time
 
 import blosc2
 import numpy as np
+
+import remote
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, "target/release/bloscfs")
@@ -315,7 +319,10 @@ def main():
     ap.add_argument("--table", help="a saved run (JSON): print its table, or write it to --doc; measures nothing")
     ap.add_argument("--npy-blocks", action="store_true", help="only the .npy block-layout reads (5b)")
     ap.add_argument("--ls", action="store_true", help="only ls -l of 100,000 (and without --quick 1,000,000) files (7b)")
+    ap.add_argument("--remote", action="store_true", help="only the remote rows: S3 (moto) and Caterva2 on loopback (9)")
     a = ap.parse_args()
+    if a.remote and a.doc:
+        sys.exit("--doc writes the whole table: with --remote use --save DIR")
     if a.doc:
         doc_table_span(open(a.doc).read(), a.doc)  # fail now, not after the run
     if a.table:
@@ -334,7 +341,7 @@ def main():
     os.makedirs(src, exist_ok=True)
     mp = os.path.join(d, "mnt")
     fmp = os.path.join(d, "floor")
-    for b in [BIN] + ([] if a.npy_blocks or a.ls else [FLOOR]):
+    for b in [BIN] + ([] if a.npy_blocks or a.ls or a.remote else [FLOOR]):
         if not os.path.exists(b):
             sys.exit(f"{b} missing: run `cargo build --release` and "
                      "`cargo build --release -p fusefloor`")
@@ -348,6 +355,11 @@ def main():
     if a.ls:
         for n in [100_000] + ([] if a.quick else [1_000_000]):
             ls_many(big_dir(d, n), mp, n)
+        return
+    if a.remote:
+        blosc2.set_nthreads(2)
+        remote.run(sys.modules[__name__], a, d)
+        save_or_doc(a, size)
         return
     print(f"making data in {src} ({size >> 20} MiB per series)...", flush=True)
     files = {name: make_series(src, size, c, f, f"{name}-{size >> 20}M") for name, c, f in variants}
@@ -834,6 +846,17 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(f"[ratarmount] skipped: {e}")
 
+    # 9. remote sources on loopback servers (scripts/bench/remote.py)
+    try:
+        remote.run(sys.modules[__name__], a, d)
+    except Exception as e:  # noqa: BLE001
+        print(f"[remote] skipped: {e}")
+
+    save_or_doc(a, size)
+
+
+def save_or_doc(a, size):
+    """With --doc or --save: the run's raw results saved, and the doc's table written."""
     if a.doc or a.save:
         run = run_record(a, size)
         saved = save_run(run, a.save or os.path.join(os.path.dirname(os.path.abspath(a.doc)), "bench", "runs"))
@@ -855,7 +878,8 @@ def run_record(a, size):
         commit = "unknown"
     return {
         "date": time.strftime("%Y-%m-%d"),
-        "command": f"scripts/bench/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else ""),
+        "command": f"scripts/bench/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else "")
+        + (" --remote" if a.remote else ""),
         "machine": {"cpus": os.cpu_count(), "cpu": cpu, "kernel": os.uname().release},
         "series_mib": size >> 20,
         "versions": {"bloscfs": commit, "python-blosc2": blosc2.__version__,
