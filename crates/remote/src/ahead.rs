@@ -129,7 +129,11 @@ impl Ahead {
         }
         // Short of budget: a part cut to what is left, if a first part's
         // worth.
-        if budget < want && target >= s.frontier + FIRST_PART {
+        // Held back by the budget (scans share it): a part once a part's
+        // worth (at most half the budget) is free, not every sliver a read
+        // frees (that would be a request per chunk read).
+        let least = s.part.min(budget / 2).max(FIRST_PART);
+        if budget < want && target >= s.frontier + least {
             push(s, target);
         }
         parts
@@ -202,6 +206,39 @@ mod tests {
         }
         // Never more than the window ahead of the reader.
         assert!(got.last().unwrap().end <= off + 32 * MIB);
+    }
+
+    /// Two scans sharing the window: once their windows are open, each
+    /// asks for parts of at least a quarter of the window, not one part per
+    /// chunk it reads.
+    #[test]
+    fn scans_held_back_by_the_budget_ask_for_whole_parts() {
+        let mut a = Ahead::new(32 * MIB);
+        let size = 1 << 40;
+        let (mut x, mut y) = (0, 500 * MIB);
+        let mut got = Vec::new();
+        for i in 0..400 {
+            let step = 1200 << 10;
+            let px = a.on_read(x, step, size);
+            let py = a.on_read(y, step, size);
+            if i > 40 {
+                got.extend(px.into_iter().chain(py));
+            }
+            x += step;
+            y += step;
+        }
+        assert!(!got.is_empty());
+        let small: Vec<u64> = got
+            .iter()
+            .map(|r| r.end - r.start)
+            .filter(|&l| l < 8 * MIB)
+            .collect();
+        assert!(
+            small.is_empty(),
+            "{} parts under 8 MiB, the first {:?}",
+            small.len(),
+            small.first()
+        );
     }
 
     #[test]
