@@ -457,7 +457,8 @@ def listing(c, n):
         g1, l1 = requests()
         m.close()
         lines = out.splitlines()[1:]
-        assert len(lines) == n and all(l.split()[4] == "4000" for l in lines), out[:500]
+        bad = [l for l in lines if l.split()[4] != "4000"]
+        assert len(lines) == n and not bad, f"{len(lines)} of {n} entries; not 4000 bytes: {bad[:3]}"
         return t, (g1 - g0) - (l1 - l0), l1 - l0
 
     def floor():

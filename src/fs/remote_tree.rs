@@ -47,6 +47,9 @@ pub struct RemoteTree {
     /// Directories listed whole, and when: a key under one that the
     /// listing did not show is not there (no request to learn it).
     listed: Mutex<HashMap<String, Instant>>,
+    /// One listing of a directory at a time: the threads probing a
+    /// directory's entries all miss at once when its listing expires.
+    listing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Directories and objects are shown as the mounting user's.
     uid: u32,
     gid: u32,
@@ -66,6 +69,7 @@ impl RemoteTree {
             ttl,
             seen: Mutex::new(HashMap::new()),
             listed: Mutex::new(HashMap::new()),
+            listing: Mutex::new(HashMap::new()),
             // SAFETY: getuid and getgid cannot fail and touch no memory.
             uid: unsafe { libc::getuid() },
             // SAFETY: as above.
@@ -97,6 +101,28 @@ impl RemoteTree {
         self.seen.lock().insert(key, Seen { at, node });
     }
 
+    fn listed_fresh(&self, dir: &str) -> bool {
+        self.listed
+            .lock()
+            .get(dir)
+            .is_some_and(|t| t.elapsed() < self.ttl)
+    }
+
+    /// List `dir` unless another thread did while this one waited for it.
+    fn relist(&self, dir: &str) -> std::io::Result<()> {
+        let gate = self
+            .listing
+            .lock()
+            .entry(dir.to_string())
+            .or_default()
+            .clone();
+        let _one = gate.lock();
+        if !self.listed_fresh(dir) {
+            self.list_key(dir)?;
+        }
+        Ok(())
+    }
+
     /// Forget what listings said of `key` and its directory.
     fn forget(&self, key: &str) {
         self.seen.lock().remove(key);
@@ -118,15 +144,10 @@ impl RemoteTree {
                     return Ok(s.node.clone());
                 }
             }
-            let fresh = self
-                .listed
-                .lock()
-                .get(parent)
-                .is_some_and(|t| t.elapsed() < self.ttl);
-            if fresh {
+            if self.listed_fresh(parent) {
                 return Err(enoent());
             }
-            if attempt == 0 && self.list_key(parent).is_err() {
+            if attempt == 0 && self.relist(parent).is_err() {
                 break;
             }
         }

@@ -104,3 +104,39 @@ fn an_open_right_after_a_replacement_reads_the_new_version() {
     );
     m.unmount();
 }
+
+/// `ls -l` of a directory whose listing expires while its entries are
+/// probed (many threads at once): the directory is listed again once per
+/// `metadata_ttl`, not once per probing thread.
+#[test]
+fn a_listing_that_expires_while_probed_is_fetched_once() {
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = std::fs::read(fixture("chunk2/lz4-shuffle-ts2-never_split-series.b2")).unwrap();
+    for i in 0..300 {
+        std::fs::write(dir.path().join(format!("c{i:04}")), &chunk).unwrap();
+    }
+    moto.mkbucket("herd");
+    moto.upload("herd", "p", dir.path());
+    let r = Remote::s3(&moto, "herd", "p");
+    let mut m = r.mount(&["xattr", "metadata_ttl=0.2"]);
+    let before = stats(&m)["remote_lists"];
+    let t = std::time::Instant::now();
+    let lens: Vec<u64> = std::fs::read_dir(m.mp())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    let want = reference_bytes("chunk2/lz4-shuffle-ts2-never_split-series.b2").len() as u64;
+    let n = lens.iter().filter(|&&len| len == want).count();
+    let periods = (t.elapsed().as_secs_f64() / 0.2).ceil() as u64;
+    assert_eq!(
+        n, 300,
+        "containers listed with their decoded size: {lens:?}"
+    );
+    let lists = stats(&m)["remote_lists"] - before;
+    assert!(
+        lists <= periods + 2,
+        "{lists} listings in {periods} periods of metadata_ttl"
+    );
+    m.unmount();
+}
