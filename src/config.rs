@@ -115,6 +115,9 @@ pub struct MountArgs {
     pub remote: RemoteOptions,
     /// How long what a remote listing says is trusted (`-o metadata_ttl=`).
     pub metadata_ttl: Duration,
+    /// The part of `cache_size` for a remote source's fetched bytes
+    /// (`-o fetch_cache=`; default a quarter).
+    pub fetch_cache: Option<u64>,
     pub mountpoint: PathBuf,
     pub foreground: bool,
     pub debug: bool,
@@ -137,6 +140,27 @@ pub struct MountArgs {
     pub flags: Vec<String>,
 }
 
+impl MountArgs {
+    /// How `cache_size` is shared by a remote source: (decoded blocks,
+    /// fetched compressed bytes and read-ahead). Both come out of the one
+    /// budget; a local source gives it all to decoded blocks.
+    pub fn cache_split(&self) -> Result<(u64, u64), String> {
+        let total = self.fs.cache_size;
+        if self.location.is_none() {
+            return Ok((total, 0));
+        }
+        let fetch = self.fetch_cache.unwrap_or(total / 4);
+        if fetch >= total {
+            return Err(format!(
+                "fetch_cache ({} MiB) must be less than cache_size ({} MiB), of which it is a part",
+                fetch >> 20,
+                total >> 20
+            ));
+        }
+        Ok((total - fetch, fetch))
+    }
+}
+
 impl Default for MountArgs {
     fn default() -> Self {
         MountArgs {
@@ -144,6 +168,7 @@ impl Default for MountArgs {
             location: None,
             remote: RemoteOptions::default(),
             metadata_ttl: Duration::from_secs(1),
+            fetch_cache: None,
             mountpoint: PathBuf::new(),
             foreground: false,
             debug: false,
@@ -163,5 +188,24 @@ impl Default for MountArgs {
             subtype: "bloscfs".into(),
             flags: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A remote source's fetched bytes are counted against `cache_size`:
+    /// the two parts add up to it.
+    #[test]
+    fn a_remote_source_shares_cache_size_with_its_fetched_bytes() {
+        let mut m = MountArgs::default();
+        assert_eq!(m.cache_split(), Ok((256 << 20, 0)));
+        m.location = Location::parse("s3://bucket/prefix").and_then(Result::ok);
+        assert_eq!(m.cache_split(), Ok((192 << 20, 64 << 20)));
+        m.fetch_cache = Some(200 << 20);
+        assert_eq!(m.cache_split(), Ok((56 << 20, 200 << 20)));
+        m.fetch_cache = Some(256 << 20);
+        assert!(m.cache_split().is_err());
     }
 }

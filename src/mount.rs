@@ -62,7 +62,8 @@ Remote sources:
   -o password_file=PATH  ... with the password in PATH
   -o timeout=SECS        limit of one request, retried before it fails (default 10)
   -o retries=N           retries of a failed request, with backoff (default 3)
-  -o fetch_cache=SIZE    compressed bytes kept and fetched ahead (default 64M)
+  -o fetch_cache=SIZE    the part of cache_size for fetched compressed bytes and
+                         read-ahead (default a quarter)
   -o metadata_ttl=SECS   how long a listing answers stats (default 1)
   -o ro, nodev, nosuid, noexec, noatime, dev, suid, exec, atime
                          passed to the kernel (the mount is always read-only)
@@ -168,6 +169,11 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         "subtype" => m.subtype = need(k, v)?.to_string(),
         "auto_unmount" => m.auto_unmount = true,
         "metadata_ttl" => m.metadata_ttl = crate::config::parse_seconds(k, need(k, v)?)?,
+        "fetch_cache" => {
+            let v = need(k, v)?;
+            m.fetch_cache =
+                Some(parse_size(v).ok_or_else(|| format!("fetch_cache: not a size: {v}"))?);
+        }
         "debug" => {
             m.debug = true;
             m.foreground = true;
@@ -226,6 +232,10 @@ pub fn main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if let Err(e) = m.cache_split() {
+        eprintln!("bloscfs: {e}");
+        return 2;
+    }
     let source = match m.source.canonicalize() {
         _ if m.location.is_some() => m.source.clone(),
         Ok(p) if p.is_dir() => p,
@@ -294,10 +304,19 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let Some(loc) = &m.location else {
         return Fs::new(&m.source, &m.fs);
     };
-    let remote = Remote::connect(loc.clone(), m.remote.clone())?;
+    let (blocks, fetched) = m
+        .cache_split()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let mut opts = m.remote.clone();
+    opts.span_cache = fetched;
+    let remote = Remote::connect(loc.clone(), opts)?;
     remote.list("")?;
     let tree = crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl);
-    Fs::with_tree(Arc::new(tree), &m.fs)
+    let fs_opts = crate::config::FsOptions {
+        cache_size: blocks,
+        ..m.fs.clone()
+    };
+    Fs::with_tree(Arc::new(tree), &fs_opts)
 }
 
 /// Fork a daemon that mounts and serves; returns the exit code once
