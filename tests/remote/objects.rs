@@ -271,3 +271,42 @@ fn http_without_a_manifest_lists_by_the_s3_style_listing() {
     assert!(srv.stats()["lists"].as_u64().unwrap() > 0);
     m.unmount();
 }
+
+/// The S3 secret and session token never reach the daemon's log (at its
+/// trace level, every FUSE request logged) or a message, on success or
+/// failure.
+#[test]
+fn s3_credentials_never_reach_the_log() {
+    if !crate::common::fuse_available() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    let rel = "frame/blocks-lz4.b2frame";
+    place(d.path(), rel);
+    moto.mkbucket("secrets");
+    moto.upload("secrets", "p", d.path());
+    let mut r = Remote::s3(&moto, "secrets", "p");
+    let (secret, token) = ("SecretMark0123456789abcdef", "TokenMark0123456789abcdef");
+    for (k, v) in [
+        ("AWS_SECRET_ACCESS_KEY", secret),
+        ("AWS_SESSION_TOKEN", token),
+        ("BLOSCFS_LOG", "trace"),
+        ("RUST_LOG", "trace"),
+    ] {
+        r.env.push((k.to_string(), Some(v.to_string())));
+    }
+    let mut m = r.mount(&["debug"]);
+    let got = std::fs::read(m.path("frame/blocks-lz4")).unwrap();
+    assert!(got == reference_bytes(rel));
+    assert!(std::fs::read(m.path("frame/missing")).is_err());
+    m.unmount();
+    let log = m.log();
+    assert!(log.len() > 1000, "trace log too short: {log}");
+    let o = r.cat("no/such.b2frame", None, &[]);
+    assert!(!o.status.success());
+    for text in [&log, &o.stderr] {
+        assert!(!text.contains(secret), "the secret was logged");
+        assert!(!text.contains(token), "the session token was logged");
+    }
+}
