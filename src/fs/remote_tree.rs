@@ -23,6 +23,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// The name of a sparse frame's index inside its directory.
 const SFRAME_INDEX: &str = "chunks.b2frame";
 
+/// Entries kept from listings before expired ones are dropped.
+const PRUNE_AT: usize = 1 << 16;
+
 /// What the store said an entry is, and when.
 #[derive(Clone)]
 struct Seen {
@@ -99,6 +102,19 @@ impl RemoteTree {
     fn remember(&self, key: String, node: Node) {
         let at = Instant::now();
         self.seen.lock().insert(key, Seen { at, node });
+    }
+
+    /// Drop what expired listings said, once there is much of it (a
+    /// mount that walks a large store keeps only what is still trusted;
+    /// the listing just made, of `fresh` entries, stays).
+    fn prune(&self, fresh: usize) {
+        let ttl = self.ttl;
+        let mut seen = self.seen.lock();
+        if seen.len() > PRUNE_AT.max(2 * fresh) {
+            seen.retain(|_, s| s.at.elapsed() < ttl);
+            drop(seen);
+            self.listed.lock().retain(|_, t| t.elapsed() < ttl);
+        }
     }
 
     fn listed_fresh(&self, dir: &str) -> bool {
@@ -233,6 +249,7 @@ impl RemoteTree {
             names.push(OsString::from(name));
         }
         self.listed.lock().insert(key.to_string(), Instant::now());
+        self.prune(names.len());
         Ok(names)
     }
 
