@@ -47,9 +47,10 @@ pub struct RemoteTree {
     remote: Remote,
     ttl: Duration,
     seen: Mutex<HashMap<String, Seen>>,
-    /// Directories listed whole, and when: a key under one that the
+    /// Directories listed whole, when, and the 512-byte blocks their
+    /// objects use (a sparse frame's `st_blocks`): a key under one that the
     /// listing did not show is not there (no request to learn it).
-    listed: Mutex<HashMap<String, Instant>>,
+    listed: Mutex<HashMap<String, (Instant, u64)>>,
     /// One listing of a directory at a time: the threads probing a
     /// directory's entries all miss at once when its listing expires.
     listing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
@@ -113,15 +114,20 @@ impl RemoteTree {
         if seen.len() > PRUNE_AT.max(2 * fresh) {
             seen.retain(|_, s| s.at.elapsed() < ttl);
             drop(seen);
-            self.listed.lock().retain(|_, t| t.elapsed() < ttl);
+            self.listed.lock().retain(|_, (t, _)| t.elapsed() < ttl);
         }
     }
 
     fn listed_fresh(&self, dir: &str) -> bool {
-        self.listed
-            .lock()
-            .get(dir)
-            .is_some_and(|t| t.elapsed() < self.ttl)
+        self.listed_blocks(dir).is_some()
+    }
+
+    /// The blocks the objects of `dir` use, if its listing is still trusted.
+    fn listed_blocks(&self, dir: &str) -> Option<u64> {
+        match self.listed.lock().get(dir) {
+            Some((t, blocks)) if t.elapsed() < self.ttl => Some(*blocks),
+            _ => None,
+        }
     }
 
     /// List `dir` unless another thread did while this one waited for it.
@@ -183,9 +189,7 @@ impl RemoteTree {
     fn object_as(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Object> {
         let key = self.key(path).map_err(|e| err_in(e, path))?;
         match self.node(&key).map_err(|e| err_in(e, path))? {
-            Node::Object(o) if self.meta_of(&key, &Node::Object(o.clone())).ino == meta.ino => {
-                Ok(o)
-            }
+            Node::Object(o) if inode_of(&key, Some(version_of(&o))) == meta.ino => Ok(o),
             _ => Err(
                 blosc_decode::Error::changed("replaced since it was looked up: not opened")
                     .in_file(path),
@@ -232,6 +236,7 @@ impl RemoteTree {
             k => format!("{k}/{name}"),
         };
         let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
+        let blocks = listing.objects.iter().map(|o| o.len.div_ceil(512)).sum();
         for d in listing.dirs {
             self.remember(child(&d), Node::Dir);
             names.push(OsString::from(d));
@@ -248,7 +253,7 @@ impl RemoteTree {
             self.remember(child(&name), Node::Object(o));
             names.push(OsString::from(name));
         }
-        self.listed.lock().insert(key.to_string(), Instant::now());
+        (self.listed.lock()).insert(key.to_string(), (Instant::now(), blocks));
         self.prune(names.len());
         Ok(names)
     }
@@ -419,10 +424,11 @@ impl SourceTree for RemoteTree {
         let Ok(key) = self.key(path) else {
             return (0, 0);
         };
-        match self.remote.list(&key) {
-            Ok(l) => (0o444, l.objects.iter().map(|o| o.len.div_ceil(512)).sum()),
-            Err(_) => (0, 0),
+        // From the kept listing: attributes are asked often.
+        if self.listed_blocks(&key).is_none() && self.relist(&key).is_err() {
+            return (0, 0);
         }
+        self.listed_blocks(&key).map_or((0, 0), |b| (0o444, b))
     }
 
     fn statfs(&self) -> std::io::Result<Statfs> {
