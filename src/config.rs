@@ -6,6 +6,7 @@
 
 use blosc_decode::container::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
 use blosc_decode::io::Access;
+use blosc_decode::DecodeAhead;
 use bloscfs_remote::{Location, Options as RemoteOptions};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,8 +33,8 @@ pub struct FsOptions {
     pub cache_size: u64,
     /// Verify Bloscpack chunk checksums on first read.
     pub verify_checksums: bool,
-    /// Bytes to decode past a sequential reader (0: no decode-ahead pool).
-    pub decode_ahead: u64,
+    /// How far to decode past a sequential reader (automatic by default).
+    pub decode_ahead: DecodeAhead,
     /// May block reads bypass the page cache (`O_DIRECT`)?
     pub source_io: Access,
 }

@@ -125,6 +125,9 @@ pub struct BloscFuse {
     /// for two attributes of every entry, one request each when served,
     /// which in a directory of 100k entries costs more than the listing.
     pub xattr: bool,
+    /// FUSE worker threads (`-o threads`): what the kernel may queue for
+    /// us is sized by them ([`max_background`]).
+    pub threads: usize,
     /// Our mount, once it is up.
     pub ours: Arc<std::sync::OnceLock<Ours>>,
 }
@@ -165,6 +168,15 @@ fn err(e: i32) -> Errno {
     Errno::from_i32(e)
 }
 
+/// Read requests the kernel may have outstanding on the mount at once
+/// (read-ahead is sent as such background requests; the kernel's default
+/// is 12, fuser's 16). Sequential readers keep about two each in flight,
+/// and a thread that has replied should find the next one queued: four
+/// per FUSE thread, so that many readers keep every thread busy.
+pub fn max_background(threads: usize) -> u16 {
+    (threads.saturating_mul(4)).clamp(16, 1024) as u16
+}
+
 impl BloscFuse {
     fn trace(&self, what: std::fmt::Arguments) {
         if self.debug {
@@ -176,6 +188,9 @@ impl BloscFuse {
 impl Filesystem for BloscFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
+        let bg = max_background(self.threads);
+        let _ = config.set_max_background(bg);
+        let _ = config.set_congestion_threshold(bg / 4 * 3);
         // `ls -l` gets every entry's attributes with the listing; a plain
         // `ls` or `find` gets names only (the kernel chooses).
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
@@ -280,6 +295,10 @@ impl Filesystem for BloscFuse {
             {
                 Ok(Filled::Buf) => reply.data(&b),
                 Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
+                Ok(Filled::Shared(span, r)) => {
+                    reply.data(&span[r]);
+                    self.fs.recycle(span);
+                }
                 Err(e) => reply.error(err(e)),
             }
         });

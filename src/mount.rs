@@ -39,7 +39,8 @@ Options:
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
   -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
-  -o decode_ahead=SIZE   decode this far past a sequential reader, on one thread per CPU (default 0: off)
+  -o decode_ahead=SIZE   decode this far past each sequential reader on idle CPUs (default auto:
+                         one 4 MiB span per CPU the readers leave idle; 0: off)
   -o source_io=MODE      auto (default): a cold random block read bypasses the page cache;
                          buffered: never; direct: always where the file system allows it
   -o allow_other         let other users read (implies default_permissions)
@@ -146,8 +147,8 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         }
         "decode_ahead" => {
             let v = need(k, v)?;
-            m.fs.decode_ahead =
-                parse_size(v).ok_or_else(|| format!("decode_ahead: not a size: {v}"))?;
+            m.fs.decode_ahead = blosc_decode::DecodeAhead::parse(v, parse_size)
+                .ok_or_else(|| format!("decode_ahead: not auto or a size: {v}"))?;
         }
         "source_io" => {
             let v = need(k, v)?;
@@ -462,6 +463,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         debug: m.debug,
         check_access: m.default_permissions,
         xattr: m.xattr,
+        threads: m.threads,
         ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up

@@ -29,12 +29,45 @@ fuzz_target!(|data: &[u8]| {
     let src = Arc::new(blosc_decode::io::MemSource::new(data.to_vec()));
     let mut env = blosc_decode::Env::with_workers(1 << 20, 0);
     env.ahead = pool();
-    // An odd window length also turns decode-ahead on: the whole read then
-    // queues the following blocks, and the window read meets them.
-    if len & 1 == 1 {
-        env.decode_ahead = 256 << 10;
+    // An odd window length also turns decode-ahead on (16 KiB spans): the
+    // whole read, in sequential steps, then queues the following spans, and
+    // the window read meets them.
+    let ahead = len & 1 == 1;
+    if ahead {
+        env.decode_ahead = blosc_decode::DecodeAhead::Fixed(256 << 10);
+        env.span = 16 << 10;
     }
     if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("fuzz-input"), &env) {
+        let c = Arc::new(c);
+        // A read as the FUSE adapter makes it, with decoding ahead.
+        let shared = |at: u64, buf: &mut [u8]| -> blosc_decode::Result<usize> {
+            let mut later = blosc_decode::Deferred::new();
+            let r = c.read_shared(at, buf, &mut later)?;
+            let n = match r {
+                blosc_decode::Served::Buf(n) => n,
+                blosc_decode::Served::Shared(b, range) => {
+                    buf[..range.len()].copy_from_slice(&b[range.clone()]);
+                    range.len()
+                }
+            };
+            later.run();
+            Ok(n)
+        };
+        let read_whole = |whole: &mut [u8]| -> bool {
+            if !ahead {
+                return c.read_at(0, whole).is_ok();
+            }
+            let mut off = 0;
+            while off < whole.len() {
+                let end = (off + 20_000).min(whole.len());
+                match shared(off as u64, &mut whole[off..end]) {
+                    Ok(n) if n > 0 => off += n,
+                    Ok(_) => return true,
+                    Err(_) => return false,
+                }
+            }
+            true
+        };
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let at = off % total.saturating_add(1);
@@ -42,7 +75,9 @@ fuzz_target!(|data: &[u8]| {
         // Bit 1 of the length: read the window as the FUSE adapter does, the
         // rest of a partly read block cached after the "reply" (`Deferred`).
         let read_window = |window: &mut [u8]| {
-            if len & 2 == 2 {
+            if ahead {
+                shared(at, window)
+            } else if len & 2 == 2 {
                 let mut later = blosc_decode::Deferred::new();
                 let r = c.read_at_deferring(at, window, &mut later);
                 later.run();
@@ -55,9 +90,9 @@ fuzz_target!(|data: &[u8]| {
         // yet: chunk sizes a frame assumes are checked on the way).
         let (whole_ok, r) = if len & 4 == 4 {
             let r = read_window(&mut window);
-            (c.read_at(0, &mut whole).is_ok(), r)
+            (read_whole(&mut whole), r)
         } else {
-            let ok = c.read_at(0, &mut whole).is_ok();
+            let ok = read_whole(&mut whole);
             (ok, read_window(&mut window))
         };
         if let Ok(n) = r {

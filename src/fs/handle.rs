@@ -1,7 +1,7 @@
 //! Open file handles: each kind knows how to read itself and seek.
 
 use super::*;
-use blosc_decode::Deferred;
+use blosc_decode::{Deferred, Served};
 
 /// Open files and directories, by handle number.
 pub(super) struct Handles {
@@ -228,11 +228,12 @@ impl ContainerHandle {
             return Ok(Filled::Zeros(n));
         }
         set_len(buf, n);
-        match c.read_at_deferring(offset, buf, later) {
-            Ok(got) => {
+        match c.read_shared(offset, buf, later) {
+            Ok(Served::Buf(got)) => {
                 buf.truncate(got);
                 Ok(Filled::Buf)
             }
+            Ok(Served::Shared(b, r)) => Ok(Filled::Shared(b, r)),
             Err(e) => {
                 if e.kind == blosc_decode::ErrorKind::Changed {
                     // A file of it (a sparse frame's chunk file) was

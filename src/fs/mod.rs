@@ -133,13 +133,28 @@ pub struct Fs {
 }
 
 /// What `Fs::read_into` produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Filled {
     /// The bytes read are in the buffer.
     Buf,
     /// `n` zero bytes (all in zero chunks): the buffer was not touched;
     /// answer from `ZEROS`.
     Zeros(usize),
+    /// These bytes of a span decoded ahead: the buffer was not touched;
+    /// answer from the span, then give it back with [`Fs::recycle`].
+    Shared(blosc_decode::cache::Block, std::ops::Range<usize>),
+}
+
+/// Answers are equal when they are the same bytes of the same buffer.
+impl PartialEq for Filled {
+    fn eq(&self, other: &Filled) -> bool {
+        match (self, other) {
+            (Filled::Buf, Filled::Buf) => true,
+            (Filled::Zeros(a), Filled::Zeros(b)) => a == b,
+            (Filled::Shared(a, r), Filled::Shared(b, s)) => Arc::ptr_eq(a, b) && r == s,
+            _ => false,
+        }
+    }
 }
 
 /// Zero bytes to answer reads of holes from. Reads longer than this are

@@ -48,10 +48,21 @@ impl Fs {
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, i32> {
         let mut v = Vec::new();
-        if let Filled::Zeros(n) = self.read_into(fh, offset, size, &mut v)? {
-            v = vec![0; n];
+        match self.read_into(fh, offset, size, &mut v)? {
+            Filled::Buf => {}
+            Filled::Zeros(n) => v = vec![0; n],
+            Filled::Shared(b, r) => {
+                v = b[r].to_vec();
+                self.recycle(b);
+            }
         }
         Ok(v)
+    }
+
+    /// A span a [`Filled::Shared`] answer was sent from: its buffer is
+    /// reused once nothing else holds it.
+    pub fn recycle(&self, b: blosc_decode::cache::Block) {
+        self.env.cache.recycle(b);
     }
 
     /// `SEEK_DATA` / `SEEK_HOLE`: zero chunks are holes.

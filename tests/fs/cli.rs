@@ -115,8 +115,14 @@ fn mount_options_parse_like_fstab_gives_them() {
     let m = parse(&a).unwrap().unwrap();
     assert_eq!(m.fs.cache_size, 1 << 30);
     assert_eq!(m.threads, 3);
-    assert_eq!(m.fs.decode_ahead, 8 << 20);
+    assert_eq!(m.fs.decode_ahead, blosc_decode::DecodeAhead::Fixed(8 << 20));
     assert!(!m.fs.verify_checksums && !m.foreground && !m.allow_other && !m.default_permissions);
+    let a: Vec<String> = ["-o", "decode_ahead=auto", "/src", "/mnt"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let m = parse(&a).unwrap().unwrap();
+    assert_eq!(m.fs.decode_ahead, blosc_decode::DecodeAhead::Auto);
     let a: Vec<String> = ["-f", "-o", "allow_other", "/src", "/mnt"]
         .iter()
         .map(|s| s.to_string())

@@ -18,16 +18,16 @@ fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
     }
 }
 
-struct Mount {
-    dir: tempfile::TempDir,
-    child: Option<Child>,
+pub(crate) struct Mount {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) child: Option<Child>,
 }
 
 impl Mount {
-    fn src(&self) -> PathBuf {
+    pub(crate) fn src(&self) -> PathBuf {
         self.dir.path().join("src")
     }
-    fn mp(&self) -> PathBuf {
+    pub(crate) fn mp(&self) -> PathBuf {
         self.dir.path().join("mnt")
     }
     /// Mount in the foreground (`-f`) as a child process.
@@ -35,7 +35,7 @@ impl Mount {
         Mount::prepare().mount_foreground(extra)
     }
     /// Mount a prepared tree in the foreground (`-f`) as a child process.
-    fn mount_foreground(self, extra: &[&str]) -> Mount {
+    pub(crate) fn mount_foreground(self, extra: &[&str]) -> Mount {
         self.spawn(extra, Stdio::inherit())
     }
     /// Mount a prepared tree in the foreground, its log in a file: the
@@ -65,7 +65,7 @@ impl Mount {
         let text = std::fs::read_to_string(log).unwrap();
         assert!(!text.contains("panicked"), "{text}");
     }
-    fn prepare() -> Mount {
+    pub(crate) fn prepare() -> Mount {
         let dir = tempfile::tempdir().unwrap();
         let src = source_with_fixtures(dir.path());
         std::fs::create_dir_all(dir.path().join("mnt")).unwrap();
@@ -87,7 +87,7 @@ impl Mount {
     /// Unmount as a user would, and wait (bounded) for the daemon to exit:
     /// a daemon that does not exit is killed and the test fails instead of
     /// hanging.
-    fn unmount(&mut self) {
+    pub(crate) fn unmount(&mut self) {
         let mp = self.mp();
         if let Err(why) = try_unmount(&mp) {
             eprintln!(
@@ -137,7 +137,7 @@ impl Drop for Mount {
     }
 }
 
-fn sh(cmd: &str) -> std::process::Output {
+pub(crate) fn sh(cmd: &str) -> std::process::Output {
     Command::new("sh").arg("-c").arg(cmd).output().unwrap()
 }
 

@@ -82,7 +82,8 @@ pub mod sizes;
 #[doc(hidden)]
 pub mod srcdir;
 
-pub use container::{Container, Env};
+pub use ahead::policy::DecodeAhead;
+pub use container::{Container, Env, Served};
 pub use deferred::Deferred;
 pub use detect::{open_path, open_path_with, open_source, probe_path, Probe};
 pub use error::{Error, ErrorKind, Result};

@@ -290,11 +290,15 @@ pub struct Stats {
     pub source_bytes_read: AtomicU64,
     /// Block reads that bypassed the page cache (`O_DIRECT`).
     pub source_direct_reads: AtomicU64,
-    /// Presented bytes served by reads.
+    /// Presented bytes decoded for reads, and for decoding ahead.
     pub bytes_served: AtomicU64,
     /// Of those, bytes of special chunks (zeros, NaN, a repeated value),
     /// served without decoding.
     pub special_bytes_served: AtomicU64,
+    /// Spans decoded ahead of sequential readers.
+    pub spans_decoded: AtomicU64,
+    /// Presented bytes answered from spans decoded ahead.
+    pub span_bytes_served: AtomicU64,
 }
 
 impl Stats {
@@ -306,7 +310,7 @@ impl Stats {
     pub fn render(&self, cache: &BlockCache) -> String {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         format!(
-            "cache_hits={}\ncache_misses={}\nblocks_decoded={}\nsource_bytes_read={}\nsource_direct_reads={}\nbytes_served={}\nspecial_bytes_served={}\ncache_bytes={}\ncache_budget={}\n",
+            "cache_hits={}\ncache_misses={}\nblocks_decoded={}\nsource_bytes_read={}\nsource_direct_reads={}\nbytes_served={}\nspecial_bytes_served={}\nspans_decoded={}\nspan_bytes_served={}\ncache_bytes={}\ncache_budget={}\n",
             g(&self.cache_hits),
             g(&self.cache_misses),
             g(&self.blocks_decoded),
@@ -314,6 +318,8 @@ impl Stats {
             g(&self.source_direct_reads),
             g(&self.bytes_served),
             g(&self.special_bytes_served),
+            g(&self.spans_decoded),
+            g(&self.span_bytes_served),
             cache.bytes(),
             cache.budget()
         )

@@ -1,72 +1,12 @@
-//! Blocks between the cache and the decode-ahead pool: a block is taken
-//! from whichever has it, decoded once however many readers want it, and
-//! queued ahead of a sequential reader.
+//! Blocks between the cache and the pool: a block is taken from whichever
+//! has it, decoded once however many readers want it, and queued on the
+//! pool to be decoded in parallel with a read's other blocks.
 
 use super::chunk::ChunkCtx;
-use super::table::chunk_at;
-use super::Container;
 use crate::ahead::Claim;
 use crate::cache::{Block, BlockBuf, Stats};
 use crate::error::Result;
-use crate::index::ChunkLoc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-impl Container {
-    /// After a read ending at presented offset `end`, queue the next
-    /// `decode_ahead` bytes' blocks if it was `sequential`.
-    pub(super) fn queue_ahead(&self, end: u64, sequential: bool) {
-        let ahead = self.env.decode_ahead;
-        if ahead == 0 || end >= self.len() {
-            return;
-        }
-        if !sequential {
-            self.ahead_to.store(end, Ordering::Relaxed);
-            return;
-        }
-        // Only past what earlier reads queued: with several FUSE threads a
-        // slower request must not queue blocks a faster one has consumed
-        // already.
-        let target = end.saturating_add(ahead).min(self.len());
-        let from = end.max(self.ahead_to.fetch_max(target, Ordering::Relaxed));
-        if from < target {
-            self.raw_runs(from, target - from, |raw, n| self.queue_raw(raw, n));
-        }
-    }
-
-    /// Queue the blocks of raw bytes `off..off+len` that are neither cached
-    /// nor queued. False once the queue is full (enough is ahead).
-    fn queue_raw(&self, off: u64, len: u64) -> bool {
-        let end = off.saturating_add(len).min(self.raw_len());
-        if off >= end {
-            return true;
-        }
-        let Ok(chunks) = self.table_to(off, end) else {
-            return false;
-        };
-        let mut ci = chunk_at(chunks, off);
-        while ci < chunks.len() && chunks[ci].uoff < end {
-            let e = &chunks[ci];
-            if let ChunkLoc::Stored { src, offset, .. } = e.loc {
-                let Ok(layout) = self.layout(ci) else {
-                    return false;
-                };
-                if layout.special.is_none() {
-                    let ctx = self.ctx(ci, layout, src, offset);
-                    let a = off.max(e.uoff) - e.uoff;
-                    let b = end.min(e.uoff + e.ulen) - e.uoff;
-                    for i in ctx.layout.block_at(a)..=ctx.layout.block_at(b - 1) {
-                        if !ctx.queue(i) {
-                            return false;
-                        }
-                    }
-                }
-            }
-            ci += 1;
-        }
-        true
-    }
-}
 
 impl ChunkCtx {
     /// Neither cached nor queued.

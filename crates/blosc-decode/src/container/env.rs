@@ -1,5 +1,6 @@
 //! [`Env`]: what containers share, and its defaults.
 
+use crate::ahead::policy::DecodeAhead;
 use crate::ahead::Ahead;
 use crate::cache::{BlockCache, Stats};
 use crate::io::Access;
@@ -17,9 +18,11 @@ pub struct Env {
     pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,
-    /// How far past a sequential reader's last request to decode ahead
-    /// (bytes; 0: only the blocks asked for).
-    pub decode_ahead: u64,
+    /// How far past a sequential reader's last request to decode ahead:
+    /// sized to the machine and the readers (`Auto`), or fixed.
+    pub decode_ahead: DecodeAhead,
+    /// Bytes of one span decoded ahead (`ahead::policy::SPAN`).
+    pub span: u64,
     /// Whether block reads may bypass the page cache (`-o source_io`).
     pub source_io: Access,
 }
@@ -33,7 +36,8 @@ impl Env {
     }
 
     /// `workers` pool threads (0: no pool: no decoding ahead, and spare
-    /// block buffers are not prepared in the background).
+    /// block buffers are not prepared in the background). The automatic
+    /// decode-ahead takes them for the CPUs it may use.
     pub fn with_workers(cache_bytes: u64, workers: usize) -> Self {
         Env {
             cache: Arc::new(BlockCache::new(cache_bytes)),
@@ -41,17 +45,15 @@ impl Env {
             ahead: Arc::new(Ahead::new(workers)),
             verify_checksums: true,
             decode_ahead: DEFAULT_DECODE_AHEAD,
+            span: crate::ahead::policy::SPAN,
             source_io: Access::Auto,
         }
     }
 }
 
-/// Default decode-ahead for sequential readers: off. On 2 CPUs the
-/// kernel's own read-ahead already keeps two requests in flight, one per
-/// FUSE thread, so both CPUs decode and decoding ahead only adds a copy
-/// (lz4 2.27 vs 2.02 GB/s, zstd 1.37 vs 1.30 with 4 MiB ahead). It pays
-/// where CPUs outnumber the requests in flight and codecs are slow.
-pub const DEFAULT_DECODE_AHEAD: u64 = 0;
+/// Default decode-ahead for sequential readers: automatic, on the cores
+/// the readers leave idle (none on 2 CPUs: see `ahead::policy`).
+pub const DEFAULT_DECODE_AHEAD: DecodeAhead = DecodeAhead::Auto;
 
 /// Default bound of the decoded-block cache (bytes): the daemon's
 /// `-o cache_size` default and [`Env::default`]'s.

@@ -27,10 +27,12 @@ mod env;
 mod gather;
 mod holes;
 mod policy;
+mod spans;
 mod table;
 mod view;
 
 pub use env::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
+pub use spans::Served;
 pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -64,8 +66,10 @@ pub struct Container {
     /// Where the last read ended (presented offset): reads that start there
     /// are sequential and get decode-ahead.
     last_end: AtomicU64,
-    /// How far decode-ahead has queued (presented offset).
+    /// The first span decode-ahead has not queued yet (`spans.rs`).
     ahead_to: AtomicU64,
+    /// Bytes served so far of the spans being read (`spans.rs`).
+    served: parking_lot::Mutex<Vec<(u64, u64)>>,
     /// Where the last block read from the source ended (source offset).
     src_end: Arc<AtomicU64>,
     /// Set once the chunk headers have been hinted to the kernel (the first
@@ -94,6 +98,7 @@ impl Container {
             view: View::Raw,
             last_end: AtomicU64::new(0),
             ahead_to: AtomicU64::new(0),
+            served: parking_lot::Mutex::new(Vec::new()),
             src_end: Arc::new(AtomicU64::new(0)),
             hinted: AtomicBool::new(false),
             block_shape,
@@ -183,11 +188,8 @@ impl Container {
 
     /// [`Container::read_at`], leaving to `later` what can wait until the
     /// caller has used `buf` (unshuffling and caching the rest of a block a
-    /// small read needed a part of): run it after replying.
-    ///
-    /// A read that starts where the previous one ended (give or take its
-    /// own length: the kernel's read-ahead requests may arrive out of order)
-    /// queues the next `decode_ahead` bytes' blocks on the pool.
+    /// small read needed a part of): run it after replying. (No decoding
+    /// ahead: [`Container::read_shared`] does that.)
     pub fn read_at_deferring(
         &self,
         offset: u64,
@@ -196,11 +198,8 @@ impl Container {
     ) -> Result<usize> {
         let end = offset.saturating_add(buf.len() as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
-        let jump = offset.abs_diff(prev);
-        self.hint_headers(jump);
-        let n = self.read_view_at(offset, buf, later)?;
-        self.queue_ahead(end, jump <= buf.len() as u64);
-        Ok(n)
+        self.hint_headers(offset.abs_diff(prev));
+        self.read_view_at(offset, buf, later)
     }
 
     /// Fill `buf` from offset `offset` of the raw uncompressed content.
@@ -230,6 +229,7 @@ impl Container {
 
 impl Drop for Container {
     fn drop(&mut self) {
+        self.env.ahead.readers.leave(self.id);
         self.env.cache.forget_container(self.id);
     }
 }

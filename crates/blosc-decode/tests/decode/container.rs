@@ -2,7 +2,7 @@
 //! within its budget under concurrent readers; bad input gives clear errors.
 
 use crate::common;
-use blosc_decode::{open_path_with, Deferred, Env};
+use blosc_decode::{open_path_with, DecodeAhead, Deferred, Env, Served};
 use common::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -185,9 +185,11 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
         "b2nd/array1-2d.b2nd",
         "frame/zstd-dict.b2frame",
     ];
-    // Decode-ahead on (two workers) and a cache smaller than what it queues.
+    // Decode-ahead on (two workers, 64 KiB spans) and a cache smaller than
+    // what it would queue.
     let mut env = Env::with_workers(192 << 10, 2);
-    env.decode_ahead = 1 << 20;
+    env.decode_ahead = DecodeAhead::Fixed(1 << 20);
+    env.span = 64 << 10;
     let files = open_all(&names, &env);
     let threads: Vec<_> = (0..6u64)
         .map(|t| {
@@ -205,13 +207,11 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
                         let len =
                             [4096usize, 65_536, 131_072, 1 << 20, 77_777][(next() % 5) as usize];
                         let mut buf = vec![0u8; len];
-                        let n = c.read_at(off, &mut buf).unwrap();
+                        let r = c.read_shared(off, &mut buf, &mut Deferred::new()).unwrap();
+                        let got = r.bytes(&buf);
+                        let n = got.len();
                         assert_eq!(n, len.min(whole.len() - off as usize));
-                        assert_eq!(
-                            &buf[..n],
-                            &whole[off as usize..off as usize + n],
-                            "at {off}"
-                        );
+                        assert_eq!(got, &whole[off as usize..off as usize + n], "at {off}");
                         assert!(env.cache.bytes() <= env.cache.budget());
                         off += n as u64;
                     }
@@ -225,43 +225,126 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
     assert!(env.cache.bytes() <= env.cache.budget());
 }
 
+/// A sequential reader's spans are decoded ahead by the pool, each once,
+/// and the reads after the first span are answered from them (without a
+/// copy when they fall in one); every block is decoded once overall, and
+/// spans read through leave the cache.
 #[test]
-fn a_sequential_reader_gets_its_next_blocks_decoded_ahead_once() {
+fn a_sequential_reader_gets_its_next_spans_decoded_ahead_once() {
     let mut env = Env::with_workers(64 << 20, 2);
-    env.decode_ahead = 1 << 20;
-    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-        .unwrap()
-        .unwrap();
+    env.decode_ahead = DecodeAhead::Fixed(1 << 20);
+    env.span = 256 << 10;
+    let c = Arc::new(
+        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+            .unwrap()
+            .unwrap(),
+    );
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
-    let block = c.layout(0).unwrap().header.blocksize as usize;
-    let total_blocks = whole.len().div_ceil(block) as u64;
-    // The first request: its blocks, and the next 1 MiB's queued.
-    let mut buf = vec![0u8; 256 << 10];
-    c.read_at(0, &mut buf).unwrap();
-    assert_eq!(buf, whole[..256 << 10]);
+    let block = c.layout(0).unwrap().header.blocksize as u64;
+    assert_eq!((256 << 10) % block, 0, "spans of whole blocks");
+    let spans = (whole.len() as u64).div_ceil(256 << 10);
     let wait = || {
         while env.ahead.in_flight() > 0 {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     };
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    // The first request: span 0 decoded here, the next four queued.
+    let mut buf = vec![0u8; 64 << 10];
+    let r = c.read_shared(0, &mut buf, &mut Deferred::none()).unwrap();
+    assert!(matches!(r, Served::Buf(n) if n == buf.len()));
+    assert_eq!(buf, whole[..64 << 10]);
     wait();
-    let after_first = decoded(&env);
-    assert!(
-        after_first as usize >= (256 << 10) / block + (1 << 20) / block,
-        "decoded {after_first} blocks of {block} bytes: nothing ahead"
-    );
-    // The rest, sequentially: every block decoded exactly once overall.
-    let mut off = buf.len();
+    assert_eq!(count(&env.stats.spans_decoded), 4);
+    // The rest, sequentially, each read once the pool is idle (a span still
+    // queued when its reader gets there is decoded by the reader instead).
+    let (mut off, mut shared) = (buf.len(), 0);
     while off < whole.len() {
-        let n = c.read_at(off as u64, &mut buf).unwrap();
-        assert_eq!(&buf[..n], &whole[off..off + n]);
-        off += n;
+        wait();
+        let r = c
+            .read_shared(off as u64, &mut buf, &mut Deferred::none())
+            .unwrap();
+        let got = r.bytes(&buf);
+        assert_eq!(got, &whole[off..off + got.len()]);
+        if let Served::Shared(b, _) = &r {
+            shared += 1;
+            env.cache.recycle(b.clone());
+        }
+        off += got.len();
     }
     wait();
-    assert_eq!(decoded(&env), total_blocks);
-    assert!(env.stats.cache_hits.load(Ordering::Relaxed) > 0);
-    // Blocks consumed whole left the cache.
-    assert_eq!(env.cache.bytes(), 0);
+    assert_eq!(count(&env.stats.spans_decoded), spans - 1);
+    assert_eq!(
+        count(&env.stats.span_bytes_served),
+        whole.len() as u64 - (256 << 10)
+    );
+    assert_eq!(shared, (whole.len() - (256 << 10)).div_ceil(64 << 10));
+    assert_eq!(decoded(&env), (whole.len() as u64).div_ceil(block));
+    assert_eq!(env.cache.bytes(), 0, "spans read through left the cache");
+}
+
+/// Reads that jump are not sequential: nothing is decoded ahead of them.
+#[test]
+fn random_reads_decode_nothing_ahead() {
+    let mut env = Env::with_workers(64 << 20, 2);
+    env.decode_ahead = DecodeAhead::Fixed(1 << 20);
+    env.span = 64 << 10;
+    let c = Arc::new(
+        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+            .unwrap()
+            .unwrap(),
+    );
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; 4096];
+    let mut seed = 7u64;
+    for _ in 0..50 {
+        let off = xorshift(&mut seed) % (whole.len() as u64 - 4096);
+        let r = c.read_shared(off, &mut buf, &mut Deferred::none()).unwrap();
+        assert_eq!(r.bytes(&buf), &whole[off as usize..off as usize + 4096]);
+    }
+    assert_eq!(env.stats.spans_decoded.load(Ordering::Relaxed), 0);
+    assert_eq!(env.ahead.readers.active(std::time::Instant::now()), 0);
+}
+
+/// On two CPUs the automatic policy decodes nothing ahead of one reader:
+/// both cores are busy with its own requests.
+#[test]
+fn the_automatic_policy_leaves_two_cpus_to_the_reader() {
+    let mut env = Env::with_workers(64 << 20, 2);
+    env.decode_ahead = DecodeAhead::Auto;
+    env.span = 64 << 10;
+    let c = Arc::new(
+        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+            .unwrap()
+            .unwrap(),
+    );
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let mut buf = vec![0u8; 64 << 10];
+    let mut off = 0;
+    while off < whole.len() {
+        let r = c
+            .read_shared(off as u64, &mut buf, &mut Deferred::none())
+            .unwrap();
+        off += r.bytes(&buf).len();
+    }
+    assert_eq!(env.stats.spans_decoded.load(Ordering::Relaxed), 0);
+    // With eight, the idle six decode ahead.
+    let mut env = Env::with_workers(64 << 20, 8);
+    env.span = 64 << 10;
+    let c = Arc::new(
+        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+            .unwrap()
+            .unwrap(),
+    );
+    let mut off = 0;
+    while off < whole.len() {
+        let r = c
+            .read_shared(off as u64, &mut buf, &mut Deferred::none())
+            .unwrap();
+        assert_eq!(r.bytes(&buf), &whole[off..off + r.bytes(&buf).len()]);
+        off += r.bytes(&buf).len();
+    }
+    assert!(env.stats.spans_decoded.load(Ordering::Relaxed) > 0);
 }
 
 #[test]
@@ -272,8 +355,9 @@ fn decode_ahead_does_not_hide_a_damaged_block() {
         .unwrap()
         .unwrap();
     let mut env = Env::with_workers(16 << 20, 2);
-    env.decode_ahead = 4 << 20;
-    let c = open_path_with(&p, &env).unwrap().unwrap();
+    env.decode_ahead = DecodeAhead::Fixed(4 << 20);
+    env.span = 64 << 10;
+    let c = Arc::new(open_path_with(&p, &env).unwrap().unwrap());
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let chunk = probe.chunks()[1].uoff as usize;
     let chunk_end = chunk + probe.chunks()[1].ulen as usize;
@@ -282,9 +366,10 @@ fn decode_ahead_does_not_hide_a_damaged_block() {
     let mut failed = 0;
     let mut off = 0;
     while off < whole.len() {
-        match c.read_at(off as u64, &mut buf) {
-            Ok(n) => {
-                assert_eq!(&buf[..n], &whole[off..off + n]);
+        match c.read_shared(off as u64, &mut buf, &mut Deferred::none()) {
+            Ok(r) => {
+                let got = r.bytes(&buf);
+                assert_eq!(got, &whole[off..off + got.len()]);
             }
             Err(e) => {
                 let e = e.to_string();

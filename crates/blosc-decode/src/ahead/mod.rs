@@ -1,5 +1,6 @@
-//! The pool: a few worker threads that decode blocks before a reader asks
-//! for them (`-o decode_ahead`), and one thread at idle priority
+//! The pool: worker threads that decode spans before a sequential reader
+//! asks for them (as far as `policy` decides) and blocks of a scattered
+//! read in parallel, and one thread at idle priority
 //! (`SCHED_IDLE`) that prepares spare block buffers off the read path, one
 //! at normal priority that asks the kernel to read ahead; and the table of
 //! blocks queued or being decoded.
@@ -12,6 +13,8 @@
 //! reader then decodes it again and gets the error with its file, chunk and
 //! block context (errors surface in exactly one place, the read that needs
 //! the bytes).
+
+pub mod policy;
 
 use crate::cache::{Block, BlockKey};
 use parking_lot::{Condvar, Mutex};
@@ -78,6 +81,8 @@ type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
 
 pub struct Ahead {
     workers: usize,
+    /// The sequential readers active now (what decoding ahead is shared by).
+    pub readers: policy::Readers,
     queue: OnceLock<Mutex<SyncSender<Job>>>,
     chores: OnceLock<Mutex<SyncSender<Chore>>>,
     io_chores: OnceLock<Mutex<SyncSender<Chore>>>,
@@ -90,6 +95,7 @@ impl Ahead {
     pub fn new(workers: usize) -> Self {
         Ahead {
             workers,
+            readers: policy::Readers::default(),
             queue: OnceLock::new(),
             chores: OnceLock::new(),
             io_chores: OnceLock::new(),
@@ -99,6 +105,11 @@ impl Ahead {
 
     pub fn enabled(&self) -> bool {
         self.workers > 0
+    }
+
+    /// Its threads: one per CPU the process may use, unless set otherwise.
+    pub fn workers(&self) -> usize {
+        self.workers
     }
 
     fn sender(&self) -> &Mutex<SyncSender<Job>> {
