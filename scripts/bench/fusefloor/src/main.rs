@@ -1,7 +1,9 @@
-//! fusefloor MOUNTPOINT SIZE [keep_cache]: one read-only file `data` of SIZE
-//! bytes, served from memory with the same kernel settings as bloscfs
-//! (1 MiB max readahead, two worker threads with cloned /dev/fuse fds;
-//! FOPEN_KEEP_CACHE when asked).
+//! fusefloor MOUNTPOINT SIZE [keep_cache] [threads=N]: one read-only file
+//! `data` of SIZE bytes, served from memory with the same kernel settings
+//! as bloscfs (1 MiB max readahead; as many worker threads as bloscfs
+//! starts by default, one per CPU it may use and at least two, or N, with
+//! cloned /dev/fuse fds; the same max_background; FOPEN_KEEP_CACHE when
+//! asked).
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -14,6 +16,7 @@ use std::time::{Duration, UNIX_EPOCH};
 struct Floor {
     size: u64,
     keep: bool,
+    threads: usize,
     buf: Vec<u8>,
 }
 
@@ -46,6 +49,9 @@ const TTL: Duration = Duration::from_secs(60);
 impl Filesystem for Floor {
     fn init(&mut self, _r: &Request, c: &mut KernelConfig) -> std::io::Result<()> {
         let _ = c.set_max_readahead(1 << 20);
+        let bg = bloscfs::fuse::max_background(self.threads);
+        let _ = c.set_max_background(bg);
+        let _ = c.set_congestion_threshold(bg / 4 * 3);
         Ok(())
     }
     fn lookup(&self, _r: &Request, _p: INodeNo, name: &OsStr, reply: ReplyEntry) {
@@ -101,15 +107,21 @@ impl Filesystem for Floor {
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let size: u64 = a[2].parse().unwrap();
-    let keep = a.get(3).map(|s| s == "keep_cache").unwrap_or(false);
+    let keep = a.iter().skip(3).any(|s| s == "keep_cache");
+    let threads = a
+        .iter()
+        .skip(3)
+        .find_map(|s| s.strip_prefix("threads=")?.parse().ok())
+        .unwrap_or(bloscfs::config::MountArgs::default().threads);
     let fs = Floor {
         size,
         keep,
+        threads,
         buf: vec![7u8; 16 << 20],
     };
     let mut c = Config::default();
     c.mount_options = vec![MountOption::RO, MountOption::FSName("fusefloor".into())];
-    c.n_threads = Some(2);
+    c.n_threads = Some(threads);
     // As bloscfs: each worker thread reads requests from its own /dev/fuse clone.
     c.clone_fd = true;
     fuser::mount(fs, &a[1], &c).unwrap();
