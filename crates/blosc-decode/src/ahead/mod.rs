@@ -5,14 +5,16 @@
 //! at normal priority that asks the kernel to read ahead; and the table of
 //! blocks queued or being decoded.
 //!
-//! A block handed to the pool is *queued*, then *running*, then *done*. A
-//! reader that needs a queued block claims it and decodes it itself (it
-//! never idles behind a queue); a running block is waited for; a done block
-//! is in the block cache. Workers never wait for anything, so no reader can
-//! deadlock on the pool, and a job that fails only reports "no block": the
-//! reader then decodes it again and gets the error with its file, chunk and
-//! block context (errors surface in exactly one place, the read that needs
-//! the bytes).
+//! A block or span handed to the pool is *queued*, then *running*, then
+//! *done*. A reader that needs a queued one claims it (it never idles behind
+//! a queue); a running one is waited for; a done one is in the block cache.
+//! No cycle of waits can form: a span job waits at most for a block another
+//! thread is decoding, a thread decoding a block waits at most for block 0
+//! of its chunk (a delta filter's reference), whose decoder waits for
+//! nothing, and a reader waits for a span holding nothing. A job that fails
+//! only reports "nothing": the reader then decodes the bytes again and gets
+//! the error with its file, chunk and block context (errors surface in
+//! exactly one place, the read that needs the bytes).
 
 pub mod policy;
 
