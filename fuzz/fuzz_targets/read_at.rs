@@ -39,10 +39,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("fuzz-input"), &env) {
         let c = Arc::new(c);
+        let stream = blosc_decode::Stream::new();
         // A read as the FUSE adapter makes it, with decoding ahead.
         let shared = |at: u64, buf: &mut [u8]| -> blosc_decode::Result<usize> {
             let mut later = blosc_decode::Deferred::new();
-            let r = c.read_shared(at, buf, &mut later)?;
+            let r = c.read_shared(&stream, at, buf, &mut later)?;
             let n = match r {
                 blosc_decode::Served::Buf(n) => n,
                 blosc_decode::Served::Shared(b, range) => {

@@ -1,7 +1,7 @@
 //! Open file handles: each kind knows how to read itself and seek.
 
 use super::*;
-use blosc_decode::{Deferred, Served};
+use blosc_decode::{Deferred, Served, Stream};
 
 /// Open files and directories, by handle number.
 pub(super) struct Handles {
@@ -97,6 +97,14 @@ pub(super) struct ContainerHandle {
     pub(super) stamp: Option<Stamp>,
     /// The inode it was opened for.
     pub(super) ino: u64,
+    /// Its reader: what decoding ahead follows.
+    pub(super) stream: Stream,
+}
+
+impl Drop for ContainerHandle {
+    fn drop(&mut self) {
+        self.container.close_stream(&self.stream);
+    }
 }
 
 /// A file served as its raw bytes.
@@ -228,7 +236,7 @@ impl ContainerHandle {
             return Ok(Filled::Zeros(n));
         }
         set_len(buf, n);
-        match c.read_shared(offset, buf, later) {
+        match c.read_shared(&self.stream, offset, buf, later) {
             Ok(Served::Buf(got)) => {
                 buf.truncate(got);
                 Ok(Filled::Buf)

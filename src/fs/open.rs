@@ -153,6 +153,7 @@ impl Fs {
                     stamp_path: sp,
                     stamp: self.stamp_of(&path, &md),
                     ino,
+                    stream: Default::default(),
                 })
             }
         };

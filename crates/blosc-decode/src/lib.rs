@@ -83,7 +83,7 @@ pub mod sizes;
 pub mod srcdir;
 
 pub use ahead::policy::DecodeAhead;
-pub use container::{Container, Env, Served};
+pub use container::{Container, Env, Served, Stream};
 pub use deferred::Deferred;
 pub use detect::{open_path, open_path_with, open_source, probe_path, Probe};
 pub use error::{Error, ErrorKind, Result};

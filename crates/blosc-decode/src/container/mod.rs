@@ -32,7 +32,7 @@ mod table;
 mod view;
 
 pub use env::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
-pub use spans::Served;
+pub use spans::{Served, Stream};
 pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -63,11 +63,9 @@ pub struct Container {
     layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
     env: Env,
     view: View,
-    /// Where the last read ended (presented offset): reads that start there
-    /// are sequential and get decode-ahead.
+    /// Where the last read of any reader ended (presented offset): a read
+    /// far from it is random (`policy.rs`).
     last_end: AtomicU64,
-    /// The first span decode-ahead has not queued yet (`spans.rs`).
-    ahead_to: AtomicU64,
     /// Bytes served so far of the spans being read (`spans.rs`).
     served: parking_lot::Mutex<Vec<(u64, u64)>>,
     /// Where the last block read from the source ended (source offset).
@@ -97,7 +95,6 @@ impl Container {
             env,
             view: View::Raw,
             last_end: AtomicU64::new(0),
-            ahead_to: AtomicU64::new(0),
             served: parking_lot::Mutex::new(Vec::new()),
             src_end: Arc::new(AtomicU64::new(0)),
             hinted: AtomicBool::new(false),
@@ -229,7 +226,6 @@ impl Container {
 
 impl Drop for Container {
     fn drop(&mut self) {
-        self.env.ahead.readers.leave(self.id);
         self.env.cache.forget_container(self.id);
     }
 }

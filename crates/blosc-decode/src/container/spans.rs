@@ -14,15 +14,46 @@
 //! the read decodes its range itself and reports the error.
 
 use super::Container;
-use crate::ahead::policy::{spans_ahead, MAX_SPANS};
+use crate::ahead::policy::spans_ahead;
 use crate::ahead::Claim;
 use crate::cache::{Block, BlockKey, Stats};
 use crate::deferred::Deferred;
 use crate::error::Result;
 use std::ops::Range;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// One reader of a container (a file handle): whether its reads follow
+/// each other, and how far ahead of it spans were queued. Readers of one
+/// file at different places (four processes on four quarters) are each
+/// sequential.
+pub struct Stream {
+    id: u64,
+    /// Where its last read ended (presented offset).
+    last_end: AtomicU64,
+    /// The first span not queued for it yet.
+    ahead_to: AtomicU64,
+}
+
+static NEXT_STREAM: AtomicU64 = AtomicU64::new(1);
+
+impl Stream {
+    /// A reader that has read nothing yet.
+    pub fn new() -> Stream {
+        Stream {
+            id: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
+            last_end: AtomicU64::new(0),
+            ahead_to: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Default for Stream {
+    fn default() -> Self {
+        Stream::new()
+    }
+}
 
 /// What a read produced.
 pub enum Served {
@@ -45,41 +76,51 @@ impl Served {
 /// Spans are keyed in the block cache apart from blocks by this chunk number.
 const SPAN_CHUNK: u64 = u64::MAX;
 
+/// Spans whose bytes served are counted, per container, at most.
+const SERVED_KEPT: usize = 256;
+
 impl Container {
-    /// [`Container::read_at_deferring`], decoding ahead of a sequential
-    /// reader on the pool (see the module) and answering from what it
-    /// decoded. The read is sequential when it starts where the previous
-    /// one ended, give or take its own length (the kernel's read-ahead
-    /// requests may arrive out of order).
+    /// [`Container::read_at_deferring`] for reader `stream`, decoding ahead
+    /// of it on the pool while it reads sequentially (see the module) and
+    /// answering from what was decoded. A read is sequential when it starts
+    /// where the reader's previous one ended, give or take its own length
+    /// (the kernel's read-ahead requests may arrive out of order).
     pub fn read_shared(
         self: &Arc<Self>,
+        stream: &Stream,
         offset: u64,
         buf: &mut [u8],
         later: &mut Deferred,
     ) -> Result<Served> {
         let end = offset.saturating_add(buf.len() as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
-        let jump = offset.abs_diff(prev);
-        self.hint_headers(jump);
-        let depth = if jump <= buf.len() as u64 {
-            self.spans_wanted()
+        self.hint_headers(offset.abs_diff(prev));
+        let prev = stream.last_end.swap(end, Ordering::Relaxed);
+        let depth = if offset.abs_diff(prev) <= buf.len() as u64 {
+            self.spans_wanted(stream)
         } else {
-            self.env.ahead.readers.leave(self.id);
-            self.ahead_to.store(0, Ordering::Relaxed);
+            self.env.ahead.readers.leave(stream.id);
+            stream.ahead_to.store(0, Ordering::Relaxed);
             0
         };
         let served = self.serve_spans(offset, buf, later)?;
-        self.queue_spans(end, depth);
+        self.queue_spans(stream, end, depth);
         Ok(served)
     }
 
-    /// Spans to keep ahead of this reader now.
-    fn spans_wanted(&self) -> usize {
+    /// `stream` has stopped reading (its file was closed): it no longer
+    /// shares the idle CPUs.
+    pub fn close_stream(&self, stream: &Stream) {
+        self.env.ahead.readers.leave(stream.id);
+    }
+
+    /// Spans to keep ahead of `stream` now.
+    fn spans_wanted(&self, stream: &Stream) -> usize {
         let ahead = &self.env.ahead;
         if !ahead.enabled() || self.len() <= self.env.span {
             return 0;
         }
-        let readers = ahead.readers.note(self.id, Instant::now());
+        let readers = ahead.readers.note(stream.id, Instant::now());
         let budget = self.env.cache.budget() / 2;
         let setting = self.env.decode_ahead;
         spans_ahead(setting, self.env.span, ahead.workers(), budget, readers)
@@ -154,7 +195,8 @@ impl Container {
 
     /// `n` more bytes of span `k` were served: once all of it has been, it
     /// leaves the cache (the page cache has it now; its buffer is recycled
-    /// when the last reply from it is sent).
+    /// when the last reply from it is sent), and is not decoded ahead again
+    /// for another reader coming up behind.
     fn served(&self, k: u64, n: u64) {
         Stats::add(&self.env.stats.span_bytes_served, n);
         let span = self.env.span.max(1);
@@ -162,39 +204,49 @@ impl Container {
         let mut served = self.served.lock();
         let done = match served.iter_mut().find(|(s, _)| *s == k) {
             Some((_, b)) => {
-                *b += n;
+                *b = b.saturating_add(n);
                 *b >= span_len
             }
             None => {
+                // The oldest goes first: a span it left part-read (evicted,
+                // or its reader jumped) then leaves the cache by age.
+                if served.len() >= SERVED_KEPT {
+                    served.remove(0);
+                }
                 served.push((k, n));
                 n >= span_len
             }
         };
         if done {
-            served.retain(|(s, _)| *s != k);
             if let Some(key) = self.span_key(k) {
                 drop(self.env.cache.take(&key));
             }
         }
-        // Spans left behind part-read (evicted, or a reader that jumped).
-        served.retain(|(s, _)| s + 2 * MAX_SPANS as u64 > k);
+    }
+
+    /// Has all of span `k` been served lately?
+    fn read_through(&self, k: u64) -> bool {
+        let span = self.env.span.max(1);
+        let span_len = span.min(self.len().saturating_sub(k.saturating_mul(span)));
+        let served = self.served.lock();
+        served.iter().any(|&(s, b)| s == k && b >= span_len)
     }
 
     /// After a read ending at `end`, have spans up to `depth` past the one
     /// `end` is in decoded by the pool (those not decoded or queued yet).
-    fn queue_spans(self: &Arc<Self>, end: u64, depth: usize) {
+    fn queue_spans(self: &Arc<Self>, stream: &Stream, end: u64, depth: usize) {
         if depth == 0 || end >= self.len() {
             return;
         }
         let span = self.env.span.max(1);
-        let here = end / span;
+        let here = end.saturating_sub(1) / span; // the span just read from
         let last = (here + depth as u64).min((self.len() - 1) / span);
         // Past what earlier reads queued: with several FUSE threads a
         // slower request must not queue spans a faster one has consumed.
-        let mut k = (here + 1).max(self.ahead_to.fetch_max(last + 1, Ordering::Relaxed));
+        let mut k = (here + 1).max(stream.ahead_to.fetch_max(last + 1, Ordering::Relaxed));
         while k <= last {
             if !self.queue_span(k) {
-                self.ahead_to.fetch_min(k, Ordering::Relaxed);
+                stream.ahead_to.fetch_min(k, Ordering::Relaxed);
                 return;
             }
             k += 1;
@@ -207,7 +259,10 @@ impl Container {
         let Some(key) = self.span_key(k) else {
             return false;
         };
-        if self.env.cache.contains(&key) || self.env.ahead.lookup(&key).is_some() {
+        if self.env.cache.contains(&key)
+            || self.env.ahead.lookup(&key).is_some()
+            || self.read_through(k)
+        {
             return true;
         }
         let me = self.clone();

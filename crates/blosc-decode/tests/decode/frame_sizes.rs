@@ -175,9 +175,10 @@ fn decode_ahead_follows_the_real_chunk_starts() {
         let c = std::sync::Arc::new(open(f, &env));
         let mut got = Vec::new();
         let mut buf = vec![0u8; 3000];
+        let stream = blosc_decode::Stream::new();
         while (got.len() as u64) < c.len() {
             let mut later = blosc_decode::Deferred::none();
-            let r = c.read_shared(got.len() as u64, &mut buf, &mut later);
+            let r = c.read_shared(&stream, got.len() as u64, &mut buf, &mut later);
             got.extend_from_slice(r.unwrap().bytes(&buf));
         }
         assert!(got == want, "{}", f.name);
