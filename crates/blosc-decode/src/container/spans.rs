@@ -195,8 +195,7 @@ impl Container {
 
     /// `n` more bytes of span `k` were served: once all of it has been, it
     /// leaves the cache (the page cache has it now; its buffer is recycled
-    /// when the last reply from it is sent), and is not decoded ahead again
-    /// for another reader coming up behind.
+    /// when the last reply from it is sent).
     fn served(&self, k: u64, n: u64) {
         Stats::add(&self.env.stats.span_bytes_served, n);
         let span = self.env.span.max(1);
@@ -218,18 +217,11 @@ impl Container {
             }
         };
         if done {
+            served.retain(|&(s, _)| s != k);
             if let Some(key) = self.span_key(k) {
                 drop(self.env.cache.take(&key));
             }
         }
-    }
-
-    /// Has all of span `k` been served lately?
-    fn read_through(&self, k: u64) -> bool {
-        let span = self.env.span.max(1);
-        let span_len = span.min(self.len().saturating_sub(k.saturating_mul(span)));
-        let served = self.served.lock();
-        served.iter().any(|&(s, b)| s == k && b >= span_len)
     }
 
     /// After a read ending at `end`, have spans up to `depth` past the one
@@ -259,10 +251,7 @@ impl Container {
         let Some(key) = self.span_key(k) else {
             return false;
         };
-        if self.env.cache.contains(&key)
-            || self.env.ahead.lookup(&key).is_some()
-            || self.read_through(k)
-        {
+        if self.env.cache.contains(&key) || self.env.ahead.lookup(&key).is_some() {
             return true;
         }
         let me = self.clone();

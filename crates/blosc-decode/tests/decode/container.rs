@@ -330,11 +330,11 @@ fn readers_of_one_file_at_two_places_are_each_decoded_ahead() {
     wait();
     let spans = (whole.len() as u64).div_ceil(128 << 10);
     // All but the first span of each reader; reader a's last spans reach
-    // into b's part, where only b's first span (read by b directly, not
-    // from a span) may be decoded again.
+    // into b's part, which b has read: up to its four spans ahead are
+    // decoded again there (the page cache may no longer hold them).
     let decoded = env.stats.spans_decoded.load(Ordering::Relaxed);
     assert!(
-        (spans - 2..=spans - 1).contains(&decoded),
+        (spans - 2..=spans - 2 + 4).contains(&decoded),
         "{decoded} of {spans}"
     );
 }
