@@ -1,7 +1,7 @@
-//! fusefloor MOUNTPOINT SIZE [keep_cache]: one read-only file `data` of SIZE
-//! bytes, served from memory with the same kernel settings as bloscfs
-//! (1 MiB max readahead, two worker threads with cloned /dev/fuse fds;
-//! FOPEN_KEEP_CACHE when asked).
+//! fusefloor MOUNTPOINT SIZE [keep_cache] [threads=N]: one read-only file
+//! `data` of SIZE bytes, served from memory with the same kernel settings as
+//! bloscfs (1 MiB max readahead, worker threads with cloned /dev/fuse fds:
+//! two, or N when asked; FOPEN_KEEP_CACHE when asked).
 
 use fuser::{
     Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
@@ -101,7 +101,11 @@ impl Filesystem for Floor {
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let size: u64 = a[2].parse().unwrap();
-    let keep = a.get(3).map(|s| s == "keep_cache").unwrap_or(false);
+    let keep = a[3..].iter().any(|s| s == "keep_cache");
+    let threads = a[3..]
+        .iter()
+        .find_map(|s| s.strip_prefix("threads="))
+        .map_or(2, |n| n.parse().unwrap());
     let fs = Floor {
         size,
         keep,
@@ -109,7 +113,7 @@ fn main() {
     };
     let mut c = Config::default();
     c.mount_options = vec![MountOption::RO, MountOption::FSName("fusefloor".into())];
-    c.n_threads = Some(2);
+    c.n_threads = Some(threads);
     // As bloscfs: each worker thread reads requests from its own /dev/fuse clone.
     c.clone_fd = true;
     fuser::mount(fs, &a[1], &c).unwrap();
