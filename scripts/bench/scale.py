@@ -2,19 +2,22 @@
 
 For each CPU count k in 1, 2, 4, 8, ... up to the CPUs this process may run on (that
 count always included), everything runs under `taskset -c` on the first k of them:
-the daemon (its threads inherit the mask; its FUSE and decode threads are sized by
-`available_parallelism`, which counts the mask), the readers and the references.
-On a float64 series frame (zstd-1 and lz4-5, shuffle, 8 MiB chunks), per k:
+the daemon (its threads inherit the mask; its FUSE threads, at least 2, and its
+decode-ahead workers are sized by Rust's `available_parallelism`, which counts the
+mask), the readers and the references. On float64 series frames (zstd-1 and lz4-5,
+shuffle, 8 MiB chunks), per k:
   - one sequential reader, 1 MiB reads, cold (fresh mount, page cache dropped), with
-    default options and with `-o decode_ahead=0` (the control without decoding ahead)
-  - k readers, each on its own 1/k of the file, the same two ways
-  - `bloscfs cat FILE > /dev/null` (decoding alone, the source in the page cache)
+    default options, with `-o decode_ahead=0` (without decoding ahead) and again with
+    default options on another mount (the control: the method's resolution)
+  - k readers, each on its own 1/k of the file, the same three ways
+  - `bloscfs cat FILE > /dev/null` (decoding alone, the source in the page cache;
+    cat decodes on up to 8 threads)
   - C-Blosc2 in-process (python-blosc2, k threads) decompressing the frame chunk by
     chunk into one reused buffer, in a process of its own under the same taskset
   - the FUSE floor (fusefloor, as many worker threads as the daemon has), 1 and k readers
 Rows are ratios: one reader against the target figure of issue 22 (on k <= 2 the
 shared-core ceiling 1/(1/floor + 1/cat), on k >= 16 min(floor, cat), in between the
-larger of the two); k readers with default options against decode_ahead=0 ("never
+larger of the two); default options against decode_ahead=0 (k readers: "never
 worse"); the mount against C-Blosc2 and against the FUSE floor with the same CPUs.
 """
 
@@ -161,7 +164,7 @@ def run(b, a, d, size):
               "of its compressed bytes): the rate of decoded bytes it allows", nbytes / t / 1e9, "GB/s")
     for k in cpu_counts(allowed):
         s = Step(b, a, d, src, allowed[:k], nbytes)
-        rates = s.measure(files)
+        rates = s.measure(files)  # by series: by kind, one rate a run
         for name, p in files.items():
             s.rows(name, rates[name], s.reference(p))
 
@@ -175,27 +178,30 @@ class Step:
         self.mp, self.fmp = os.path.join(d, "scale-mnt"), os.path.join(d, "scale-floor")
 
     def measure(self, files):
-        """Median rates (bytes/s) by series and kind, each run measuring every kind
-        once (mounts in alternating order), so the machine's drift weighs on all."""
+        """Rates (bytes/s) by series and kind, one a run: each run measures every
+        kind once (the mounts in an order reversed every other run), so the
+        machine's drift weighs on all, and ratios are taken run by run. The kind
+        "control" is a second mount with default options: against "default", the
+        method's resolution (1.0x is the truth)."""
         k, got = self.k, {name: {} for name in files}
+        mounts = [(kind, o, n) for kind, o in (("default", ""), ("decode_ahead=0", "decode_ahead=0"),
+                                                ("control", "")) for n in sorted({1, k})]
         # The floor's worker threads: bloscfs's default, the CPUs it may run on, at least 2.
         fl = Floor(self.b, self.fmp, self.nbytes, self.cl, max(2, k))
         data = os.path.join(self.fmp, "data")
         try:
             for r in range(self.a.runs):
                 floor = {"floor1": read_parts(data, 1, self.cpus)}
-                if k > 1:
-                    floor["floork"] = read_parts(data, k, self.cpus)
+                floor["floork"] = read_parts(data, k, self.cpus) if k > 1 else floor["floor1"]
                 for name, p in files.items():
                     t = dict(floor, cat=self.cat(p))
-                    kinds = [(o, n) for o in ("", "decode_ahead=0") for n in sorted({1, k})]
-                    for o, n in (kinds if r % 2 == 0 else kinds[::-1]):
-                        t[(o, n)] = self.mount(p, o, n)
+                    for kind, o, n in (mounts if r % 2 == 0 else mounts[::-1]):
+                        t[(kind, n)] = self.mount(p, o, n)
                     for kind, v in t.items():
                         got[name].setdefault(kind, []).append(self.nbytes / v)
         finally:
             fl.close()
-        return {name: {kind: statistics.median(v) for kind, v in g.items()} for name, g in got.items()}
+        return got
 
     def cat(self, p):
         """Seconds of `bloscfs cat p > /dev/null` on the CPUs, the source in the page cache."""
@@ -223,27 +229,30 @@ class Step:
         return self.nbytes / float(ref.stdout)
 
     def rows(self, name, r, ref):
-        """The rows of one series from its rates `r` and C-Blosc2's `ref`."""
-        k, row = self.k, self.b.row
-        one, one0 = r[("", 1)], r[("decode_ahead=0", 1)]
-        floor1, floork = r["floor1"], r.get("floork")
-        fig, fig_name = target_figure(k, floor1, r["cat"])
-        g = lambda x: f"{x / 1e9:.2f} GB/s"
+        """The rows of one series from its rates `r` (a list by kind, one a run)
+        and C-Blosc2's rate `ref`. A ratio is the median of the runs' ratios."""
+        k, row, med = self.k, self.b.row, statistics.median
+        g = lambda x: f"{med(x) / 1e9:.2f} GB/s"
+        per = lambda x, y: med(a / b for a, b in zip(x, y))
         tag = f"{name}, {k} CPU{'s' if k > 1 else ''}"
-        row("scale", f"{tag}: 1 reader, default options, vs {fig_name} = {g(fig)} (FUSE floor {g(floor1)}, "
-            f"cat {g(r['cat'])})", one / 1e9, "GB/s", one / fig, "0.8x")
-        row("scale", f"{tag}: 1 reader, default vs -o decode_ahead=0 ({g(one0)})", one / 1e9, "GB/s", one / one0)
-        row("scale", f"{tag}: 1 reader vs C-Blosc2 in-process, {k} thread{'s' if k > 1 else ''} ({g(ref)})",
-            one / 1e9, "GB/s", one / ref)
-        row("scale", f"{tag}: 1 reader vs the FUSE floor, 1 reader ({g(floor1)})", one / 1e9, "GB/s", one / floor1)
-        if k > 1:
-            many, many0 = r[("", k)], r[("decode_ahead=0", k)]
-            row("scale", f"{tag}: {k} readers, default vs -o decode_ahead=0 ({g(many0)})", many / 1e9, "GB/s",
-                many / many0, ">= 1.0x")
-            row("scale", f"{tag}: {k} readers vs C-Blosc2 in-process, {k} threads ({g(ref)})", many / 1e9,
-                "GB/s", many / ref)
-            row("scale", f"{tag}: {k} readers vs the FUSE floor, {k} readers ({g(floork)})", many / 1e9, "GB/s",
-                many / floork)
+        figs = [target_figure(k, f, c) for f, c in zip(r["floor1"], r["cat"])]
+        fig_name = figs[0][1]
+        fig = [f for f, _ in figs]
+        for n, floor in ((1, r["floor1"]), (k, r["floork"])) if k > 1 else ((1, r["floor1"]),):
+            readers = f"{n} reader{'s' if n > 1 else ''}"
+            ours = r[("default", n)]
+            if n == 1:
+                row("scale", f"{tag}: 1 reader, default options, vs {fig_name} = {g(fig)} (FUSE floor "
+                    f"{g(r['floor1'])}, cat {g(r['cat'])})", med(ours) / 1e9, "GB/s", per(ours, fig), "0.8x")
+            row("scale", f"{tag}: {readers}, default vs -o decode_ahead=0 ({g(r[('decode_ahead=0', n)])})",
+                med(ours) / 1e9, "GB/s", per(ours, r[("decode_ahead=0", n)]), ">= 1.0x" if n > 1 else "")
+            row("scale", f"{tag}: {readers}, control: default vs another mount with default options "
+                f"({g(r[('control', n)])}; 1.0x is the method's truth)", med(ours) / 1e9, "GB/s",
+                per(ours, r[("control", n)]))
+            row("scale", f"{tag}: {readers} vs C-Blosc2 in-process, {k} thread{'s' if k > 1 else ''} "
+                f"({ref / 1e9:.2f} GB/s)", med(ours) / 1e9, "GB/s", med(ours) / ref)
+            row("scale", f"{tag}: {readers} vs the FUSE floor, {readers} ({g(floor)})", med(ours) / 1e9, "GB/s",
+                per(ours, floor))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["ref"]:
