@@ -101,6 +101,13 @@ class Floor:
                                   stderr=subprocess.DEVNULL)
         b.wait_mounted(mp)
         b.set_readahead(mp)
+        t0 = time.time()  # its workers start once it is mounted
+        while len(os.listdir(f"/proc/{self.p.pid}/task")) < threads and time.time() - t0 < 5:
+            time.sleep(0.01)
+        if len(os.listdir(f"/proc/{self.p.pid}/task")) < threads:
+            self.close()
+            raise RuntimeError(f"{b.FLOOR} runs fewer than {threads} threads: rebuild it "
+                               "(cargo build --release -p fusefloor)")
 
     def close(self):
         subprocess.run(["fusermount3", "-u", self.mp])
