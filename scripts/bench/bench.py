@@ -25,6 +25,9 @@ then measures, each as the median of --runs:
   - ratarmount (if it can be installed) on the same bytes as .tar.gz, sequential and random
   - remote sources (scripts/bench/remote.py; alone with --remote): mounts of S3 (moto), plain
     HTTP and Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs
+  - scaling (scripts/bench/scale.py; alone with --scale, skipped by --quick): for 1, 2, 4, ...
+    CPUs up to the machine (taskset), 1 and k readers of a fresh mount, default options and
+    -o decode_ahead=0, vs C-Blosc2 with k threads, the FUSE floor and `bloscfs cat` on those CPUs
 Absolute times on a shared 2-core machine are noisy: read the ratios.
 """
 
@@ -42,6 +45,7 @@ import blosc2
 import numpy as np
 
 import remote
+import scale
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(ROOT, "target/release/bloscfs")
@@ -320,9 +324,10 @@ def main():
     ap.add_argument("--npy-blocks", action="store_true", help="only the .npy block-layout reads (5b)")
     ap.add_argument("--ls", action="store_true", help="only ls -l of 100,000 (and without --quick 1,000,000) files (7b)")
     ap.add_argument("--remote", action="store_true", help="only the remote rows: S3 (moto) and Caterva2 on loopback (9)")
+    ap.add_argument("--scale", action="store_true", help="only the scaling rows: 1, 2, 4, ... CPUs by taskset (10)")
     a = ap.parse_args()
-    if a.remote and a.doc:
-        sys.exit("--doc writes the whole table: with --remote use --save DIR")
+    if (a.remote or a.scale) and a.doc:
+        sys.exit("--doc writes the whole table: with --remote or --scale use --save DIR")
     if a.doc:
         doc_table_span(open(a.doc).read(), a.doc)  # fail now, not after the run
     if a.table:
@@ -359,6 +364,10 @@ def main():
     if a.remote:
         blosc2.set_nthreads(2)
         remote.run(sys.modules[__name__], a, d)
+        save_or_doc(a, size)
+        return
+    if a.scale:
+        scale.run(sys.modules[__name__], a, d, size)
         save_or_doc(a, size)
         return
     print(f"making data in {src} ({size >> 20} MiB per series)...", flush=True)
@@ -852,6 +861,13 @@ def main():
     except Exception as e:  # noqa: BLE001
         print(f"[remote] skipped: {e}")
 
+    # 10. scaling with the CPUs: 1, 2, 4, ... up to the machine (scripts/bench/scale.py)
+    if not a.quick:
+        try:
+            scale.run(sys.modules[__name__], a, d, size)
+        except Exception as e:  # noqa: BLE001
+            print(f"[scale] skipped: {e}")
+
     save_or_doc(a, size)
 
 
@@ -879,7 +895,7 @@ def run_record(a, size):
     return {
         "date": time.strftime("%Y-%m-%d"),
         "command": f"scripts/bench/bench.py --size {a.size} --runs {a.runs}" + (" --quick" if a.quick else "")
-        + (" --remote" if a.remote else ""),
+        + (" --remote" if a.remote else "") + (" --scale" if a.scale else ""),
         "machine": {"cpus": os.cpu_count(), "cpu": cpu, "kernel": os.uname().release},
         "series_mib": size >> 20,
         "versions": {"bloscfs": commit, "python-blosc2": blosc2.__version__,
