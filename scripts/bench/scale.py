@@ -17,7 +17,7 @@ shuffle, 8 MiB chunks), per k:
   - the FUSE floor (fusefloor, as many worker threads as the daemon has), 1 and k readers
 Rows are ratios: one reader against the target figure of issue 22 (on k <= 2 the
 shared-core ceiling 1/(1/floor + 1/cat), on k >= 16 min(floor, cat), in between the
-larger of the two); default options against decode_ahead=0 (k readers: "never
+larger of the ceiling and min(floor, cat (k - 2) / k): two cores copy, k - 2 decode); default options against decode_ahead=0 (k readers: "never
 worse"); the mount against C-Blosc2 and against the FUSE floor with the same CPUs.
 """
 
@@ -135,15 +135,17 @@ def ref_main(path, k, runs):
 
 def target_figure(k, floor1, cat):
     """Issue 22's figure for one reader on k CPUs, and its name: the shared-core
-    ceiling on 2 CPUs or fewer, min(FUSE floor, cat) on 16 or more, in between
-    the larger of the two."""
+    ceiling on 2 CPUs or fewer (copying and decoding on the same cores), min(FUSE
+    floor, cat) on 16 or more; in between, the larger of the ceiling and what the
+    cores allow when the reader's two requests take two of them for copying and
+    the other k - 2 decode: min(floor, cat (k - 2) / k)."""
     ceiling = 1 / (1 / floor1 + 1 / cat)
     if k <= 2:
         return ceiling, "ceiling 1/(1/floor + 1/cat)"
     if k >= 16:
         return min(floor1, cat), "min(floor, cat)"
-    # The ceiling is below both floor and cat, so the larger is min(floor, cat).
-    return max(ceiling, min(floor1, cat)), "max(ceiling, min(floor, cat))"
+    split = min(floor1, cat * (k - 2) / k)
+    return max(ceiling, split), f"max(ceiling, min(floor, cat x {k - 2}/{k}))"
 
 
 def run(b, a, d, size):
