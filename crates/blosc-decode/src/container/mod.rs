@@ -66,6 +66,9 @@ pub struct Container {
     /// Where the last read of any reader ended (presented offset): a read
     /// far from it is random (`policy.rs`).
     last_end: AtomicU64,
+    /// Has any span of it been decoded ahead? (Until then reads look for
+    /// none: `spans.rs`.)
+    spans_queued: AtomicBool,
     /// Bytes served so far of the spans being read (`spans.rs`).
     served: parking_lot::Mutex<Vec<(u64, u64)>>,
     /// Where the last block read from the source ended (source offset).
@@ -95,6 +98,7 @@ impl Container {
             env,
             view: View::Raw,
             last_end: AtomicU64::new(0),
+            spans_queued: AtomicBool::new(false),
             served: parking_lot::Mutex::new(Vec::new()),
             src_end: Arc::new(AtomicU64::new(0)),
             hinted: AtomicBool::new(false),

@@ -161,8 +161,9 @@ impl Container {
                     self.served(k, part as u64);
                 }
                 None => {
-                    if self.read_view_at(pos, out, later)? < part {
-                        return Ok(Served::Buf(done));
+                    let got = self.read_view_at(pos, out, later)?;
+                    if got < part {
+                        return Ok(Served::Buf(done + got));
                     }
                 }
             }
@@ -178,6 +179,9 @@ impl Container {
     /// Span `k` if it was decoded ahead (waiting for it if it is being
     /// decoded now); a span still queued is dropped from the queue.
     fn span(&self, k: u64) -> Option<Block> {
+        if !self.spans_queued.load(Ordering::Relaxed) {
+            return None;
+        }
         let key = self.span_key(k)?;
         let ahead = &self.env.ahead;
         if let Some(slot) = ahead.lookup(&key) {
@@ -254,6 +258,7 @@ impl Container {
         if self.env.cache.contains(&key) || self.env.ahead.lookup(&key).is_some() {
             return true;
         }
+        self.spans_queued.store(true, Ordering::Relaxed);
         let me = self.clone();
         self.env
             .ahead
