@@ -43,6 +43,33 @@ fn decoded(env: &Env) -> u64 {
     env.stats.blocks_decoded.load(Ordering::Relaxed)
 }
 
+/// `blocks-lz4.b2frame` opened with a pool of `workers`, decoding ahead as
+/// `setting` says in spans of `span` bytes; its reference bytes.
+fn ahead_of(
+    workers: usize,
+    setting: DecodeAhead,
+    span: u64,
+) -> (Env, Arc<blosc_decode::Container>, Vec<u8>) {
+    let mut env = Env::with_workers(64 << 20, workers);
+    env.decode_ahead = setting;
+    env.span = span;
+    let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+        .unwrap()
+        .unwrap();
+    (
+        env,
+        Arc::new(c),
+        reference_bytes("frame/blocks-lz4.b2frame"),
+    )
+}
+
+/// Wait until the pool has nothing queued or running.
+fn idle(env: &Env) {
+    while env.ahead.in_flight() > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn a_4k_read_in_the_middle_decodes_one_block() {
     let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
@@ -234,23 +261,11 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
 /// spans read through leave the cache.
 #[test]
 fn a_sequential_reader_gets_its_next_spans_decoded_ahead_once() {
-    let mut env = Env::with_workers(64 << 20, 2);
-    env.decode_ahead = DecodeAhead::Fixed(1 << 20);
-    env.span = 256 << 10;
-    let c = Arc::new(
-        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-            .unwrap()
-            .unwrap(),
-    );
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = ahead_of(2, DecodeAhead::Fixed(1 << 20), 256 << 10);
     let block = c.layout(0).unwrap().header.blocksize as u64;
     assert_eq!((256 << 10) % block, 0, "spans of whole blocks");
     let spans = (whole.len() as u64).div_ceil(256 << 10);
-    let wait = || {
-        while env.ahead.in_flight() > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    };
+    let wait = || idle(&env);
     let count = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let stream = Stream::new();
     // The first request: span 0 decoded here, the next four queued.
@@ -293,21 +308,9 @@ fn a_sequential_reader_gets_its_next_spans_decoded_ahead_once() {
 /// are each sequential: both get their spans decoded ahead, each span once.
 #[test]
 fn readers_of_one_file_at_two_places_are_each_decoded_ahead() {
-    let mut env = Env::with_workers(64 << 20, 2);
-    env.decode_ahead = DecodeAhead::Fixed(512 << 10);
-    env.span = 128 << 10;
-    let c = Arc::new(
-        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-            .unwrap()
-            .unwrap(),
-    );
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = ahead_of(2, DecodeAhead::Fixed(512 << 10), 128 << 10);
     let half = (whole.len() / 2) as u64 / (128 << 10) * (128 << 10);
-    let wait = || {
-        while env.ahead.in_flight() > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    };
+    let wait = || idle(&env);
     let (a, b) = (Stream::new(), Stream::new());
     let mut at = [0u64, half];
     let mut buf = vec![0u8; 32 << 10];
@@ -342,15 +345,7 @@ fn readers_of_one_file_at_two_places_are_each_decoded_ahead() {
 /// Reads that jump are not sequential: nothing is decoded ahead of them.
 #[test]
 fn random_reads_decode_nothing_ahead() {
-    let mut env = Env::with_workers(64 << 20, 2);
-    env.decode_ahead = DecodeAhead::Fixed(1 << 20);
-    env.span = 64 << 10;
-    let c = Arc::new(
-        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-            .unwrap()
-            .unwrap(),
-    );
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = ahead_of(2, DecodeAhead::Fixed(1 << 20), 64 << 10);
     let mut buf = vec![0u8; 4096];
     let mut seed = 7u64;
     let stream = Stream::new();
@@ -369,15 +364,7 @@ fn random_reads_decode_nothing_ahead() {
 /// both cores are busy with its own requests.
 #[test]
 fn the_automatic_policy_leaves_two_cpus_to_the_reader() {
-    let mut env = Env::with_workers(64 << 20, 2);
-    env.decode_ahead = DecodeAhead::Auto;
-    env.span = 64 << 10;
-    let c = Arc::new(
-        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-            .unwrap()
-            .unwrap(),
-    );
-    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let (env, c, whole) = ahead_of(2, DecodeAhead::Auto, 64 << 10);
     let mut buf = vec![0u8; 64 << 10];
     let stream = Stream::new();
     let mut off = 0;
@@ -389,19 +376,11 @@ fn the_automatic_policy_leaves_two_cpus_to_the_reader() {
     }
     assert_eq!(env.stats.spans_decoded.load(Ordering::Relaxed), 0);
     // With eight, the idle six decode ahead.
-    let mut env = Env::with_workers(64 << 20, 8);
-    env.span = 64 << 10;
-    let c = Arc::new(
-        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
-            .unwrap()
-            .unwrap(),
-    );
+    let (env, c, _) = ahead_of(8, DecodeAhead::Auto, 64 << 10);
     let (stream, mut off) = (Stream::new(), 0);
     while off < whole.len() {
         // Each read once the pool is idle: every span queued gets decoded.
-        while env.ahead.in_flight() > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        idle(&env);
         let r = c
             .read_shared(&stream, off as u64, &mut buf, &mut Deferred::none())
             .unwrap();
