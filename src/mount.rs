@@ -40,7 +40,7 @@ Options:
   -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
   -o decode_ahead=SIZE   decode this far past each sequential reader on idle CPUs (default auto:
-                         one 4 MiB span per CPU the readers leave idle; 0: off)
+                         one 4 MiB span per CPU the readers leave idle, from 4 CPUs; 0: off)
   -o source_io=MODE      auto (default): a cold random block read bypasses the page cache;
                          buffered: never; direct: always where the file system allows it
   -o allow_other         let other users read (implies default_permissions)

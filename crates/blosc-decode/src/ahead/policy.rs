@@ -10,10 +10,16 @@
 //! Why these numbers: the kernel keeps about two read requests in flight
 //! for each sequential reader of a FUSE file (1 MiB of read-ahead in 1 MiB
 //! requests), and the FUSE thread serving a request decodes it, so each
-//! reader keeps [`READER_CORES`] cores busy by itself. Only the cores left
-//! over are worth decoding ahead on; with none left (2 CPUs and one reader,
-//! or as many readers as half the CPUs) decoding ahead would only take
-//! cores from the readers' own decoding and add a copy, so it is off.
+//! reader keeps [`READER_CORES`] cores busy by itself, each decoding and
+//! then copying. Only the cores left over are worth decoding ahead on. Once
+//! a reader is decoded ahead, its FUSE threads only copy, and it goes as
+//! fast as its share of the idle cores decodes: with `s` cores decoding at
+//! `d` each, `s d`, against `2 / (1/d + 1/c)` for its own two threads
+//! decoding and copying (`c`: one thread's copy rate, several times `d`).
+//! So a share of one core is a loss (half the rate for a slow codec), two
+//! a gain: decoding ahead is on for a reader only when it gets at least
+//! [`MIN_SPANS`] idle cores. On 2 or 3 CPUs it is off; on 16, up to 4
+//! readers get it.
 
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -49,6 +55,9 @@ pub const READER_CORES: usize = 2;
 /// Most spans ahead of one reader.
 pub const MAX_SPANS: usize = 32;
 
+/// Fewest idle cores worth decoding ahead of one reader on (see the module).
+pub const MIN_SPANS: usize = 2;
+
 /// A reader is active while its last sequential read is this recent.
 pub const ACTIVE: Duration = Duration::from_secs(1);
 
@@ -57,8 +66,8 @@ pub const ACTIVE: Duration = Duration::from_secs(1);
 /// all readers together staying within `budget`.
 ///
 /// Automatic: the cores the readers leave idle, shared evenly between
-/// them, one span decoding on each (rounded up, so that a core is not left
-/// idle by rounding); none when no core is left.
+/// them, one span decoding on each; none when a reader's share is less
+/// than [`MIN_SPANS`] cores (see the module).
 pub fn spans_ahead(
     setting: DecodeAhead,
     span: u64,
@@ -67,15 +76,17 @@ pub fn spans_ahead(
     readers: usize,
 ) -> usize {
     let (readers, span) = (readers.max(1), span.max(1));
-    let want = match setting {
-        DecodeAhead::Fixed(bytes) => bytes.div_ceil(span).min(MAX_SPANS as u64) as usize,
+    let fair_share = (budget / span / readers as u64).min(MAX_SPANS as u64) as usize;
+    match setting {
+        DecodeAhead::Fixed(bytes) => bytes.div_ceil(span).min(fair_share as u64) as usize,
         DecodeAhead::Auto => {
             let spare = cpus.saturating_sub(READER_CORES.saturating_mul(readers));
-            spare.div_ceil(readers).min(MAX_SPANS)
+            match (spare / readers).min(fair_share) {
+                share if share < MIN_SPANS => 0,
+                share => share,
+            }
         }
-    };
-    let fair_share = budget / span / readers as u64;
-    want.min(fair_share as usize)
+    }
 }
 
 /// The sequential readers active now, by container.
@@ -116,41 +127,44 @@ mod tests {
 
     const BIG: u64 = 1 << 40;
 
-    /// One reader keeps two cores busy itself: on one or two CPUs nothing
-    /// is decoded ahead; above, one span per idle core.
+    /// One reader keeps two cores busy itself: on one to three CPUs
+    /// nothing is decoded ahead (a share of one idle core would slow it
+    /// down); above, one span per idle core.
     #[test]
     fn one_reader_gets_the_idle_cores() {
         let ahead = |cpus| spans_ahead(Auto, SPAN, cpus, BIG, 1);
         assert_eq!(ahead(1), 0);
         assert_eq!(ahead(2), 0);
-        assert_eq!(ahead(3), 1);
+        assert_eq!(ahead(3), 0);
         assert_eq!(ahead(4), 2);
         assert_eq!(ahead(16), 14);
         assert_eq!(ahead(64), 62.min(MAX_SPANS));
     }
 
-    /// Readers share the idle cores evenly; once they keep every core busy
-    /// themselves, none is decoded ahead.
+    /// Readers share the idle cores evenly; a reader whose share would be
+    /// less than two cores is not decoded ahead (it decodes faster itself).
     #[test]
     fn readers_share_the_idle_cores() {
         let ahead = |readers| spans_ahead(Auto, SPAN, 16, BIG, readers);
         assert_eq!(ahead(1), 14);
         assert_eq!(ahead(2), 6);
+        assert_eq!(ahead(3), 3); // 10 idle cores over 3 readers
         assert_eq!(ahead(4), 2);
-        assert_eq!(ahead(5), 2); // 6 idle cores over 5 readers
-        assert_eq!(ahead(7), 1);
+        assert_eq!(ahead(5), 0); // 6 idle cores over 5 readers
         assert_eq!(ahead(8), 0);
         assert_eq!(ahead(16), 0);
-        // All readers together never ask for more spans than idle cores
-        // plus one per reader (rounding up).
         for cpus in 1..=128 {
             for r in 1..=cpus {
-                let total = spans_ahead(Auto, SPAN, cpus, BIG, r) * r;
+                let each = spans_ahead(Auto, SPAN, cpus, BIG, r);
                 let spare = cpus.saturating_sub(READER_CORES * r);
-                assert!(total <= spare + r, "cpus {cpus}, readers {r}: {total}");
-                if spare >= r {
-                    let most = spare.min(MAX_SPANS * r);
-                    assert!(total >= most, "idle cores left: cpus {cpus}, readers {r}");
+                // Never more spans decoding than idle cores...
+                assert!(each * r <= spare, "cpus {cpus}, readers {r}: {each}");
+                // ... a share of at least two, or none...
+                assert!(each == 0 || each >= MIN_SPANS);
+                // ... and no more than a core per reader left idle by
+                // sharing, unless the share is too small or at its cap.
+                if spare / r >= MIN_SPANS && each < MAX_SPANS {
+                    assert!(each * r + r > spare, "idle cores left: {cpus}, {r}");
                 }
             }
         }
@@ -163,6 +177,7 @@ mod tests {
         let budget = 32 << 20; // 8 spans in all
         assert_eq!(spans_ahead(Auto, SPAN, 64, budget, 1), 8);
         assert_eq!(spans_ahead(Auto, SPAN, 64, budget, 4), 2);
+        assert_eq!(spans_ahead(Auto, SPAN, 64, budget, 5), 0, "a share of 1");
         assert_eq!(spans_ahead(Fixed(1 << 30), SPAN, 2, budget, 2), 4);
         assert_eq!(spans_ahead(Auto, SPAN, 64, SPAN - 1, 1), 0);
     }

@@ -52,7 +52,7 @@ impl Env {
 }
 
 /// Default decode-ahead for sequential readers: automatic, on the cores
-/// the readers leave idle (none on 2 CPUs: see `ahead::policy`).
+/// the readers leave idle (none on 3 CPUs or fewer: see `ahead::policy`).
 pub const DEFAULT_DECODE_AHEAD: DecodeAhead = DecodeAhead::Auto;
 
 /// Default bound of the decoded-block cache (bytes): the daemon's
