@@ -2,8 +2,8 @@
 """Cold random 4 KiB reads, alone: where the time of one goes.
 
     .venv/bin/python scripts/bench/coldrand.py [--size 256M] [--rounds 6] [--reads 200]
-        [--codec lz4|zstd|both] [--wrap 'strace -f -T -o /tmp/s.txt'] [--floor]
-        [--bin OTHER/bloscfs]
+        [--codec lz4|zstd|both] [--warm] [--gap S] [--floor] [--disk]
+        [--bin B/bloscfs [--bin-a A/bloscfs] [--pair]] [--wrap 'strace -f -T -o /tmp/s.txt']
 
 Makes lz4-5 and zstd-1 + shuffle float64 series the way bench.py does (python-blosc2
 frames, 8 MiB chunks; in $BENCH_DIR/coldrand, default /tmp/bloscfs-bench/coldrand),
@@ -11,12 +11,15 @@ then runs rounds of: a fresh mount reading `--reads` random 4 KiB preads cold, a
 python-blosc2 get_slice at the same offsets cold (page cache dropped before each;
 which side goes first alternates). Prints each round's p50s and the median of the
 per-round ratios (ours/theirs: below 1 favours bloscfs), and the daemon's counters.
-`--bin` adds a second daemon build (`--bin-a`: the first, default this tree's), read in the same rounds (A/B of two builds).
+`--bin` adds a second daemon build (`--bin-a`: the first, default this tree's), read
+in the same rounds (A/B of two builds). `--gap S`: S seconds between reads.
 `--pair` (with `--bin`): both builds mounted side by side, each offset read on both in
 turn: the per-read ratio B/A, robust to a shared machine's drift.
 `--wrap` runs the daemon under a tool (strace, valgrind) for one round of a few reads.
 `--warm`: the source stays in the page cache (a fresh mount, its block cache empty:
 the CPU side of a cold read, without the disk).
+`--disk`: the disk alone, cold `O_DIRECT` and buffered preads of a block's stored size.
+In-process decode times of the same blocks: scripts/bench/blockdecode.
 `--floor`: the FUSE floor's cold random 4 KiB latency (an empty FUSE file system
 answering from memory, scripts/bench/fusefloor) in the same rounds.
 """
@@ -153,6 +156,28 @@ def floor(fmp, size, offs):
     return sorted(lat)
 
 
+def disk(path, reps=150):
+    """Cold preads of the sizes a 4 KiB read of each series reads (a block's
+    stored bytes), `O_DIRECT` and buffered: the disk's part, p50 in us."""
+    import mmap
+    size = os.path.getsize(path)
+    for n in [4096, 176 << 10, 388 << 10]:
+        for direct in [True, False]:
+            drop_caches()
+            fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+            buf = mmap.mmap(-1, n)
+            rng = random.Random(n)
+            lat = []
+            for _ in range(reps):
+                o = rng.randrange(0, size - n - 8192) // 4096 * 4096
+                t = time.perf_counter()
+                os.preadv(fd, [memoryview(buf)], o)
+                lat.append(time.perf_counter() - t)
+            os.close(fd)
+            print(f"disk: {n >> 10} KiB {'O_DIRECT' if direct else 'buffered'}: p50 "
+                  f"{statistics.median(lat) * 1e6:.0f} us")
+
+
 def p50(v):
     return v[len(v) // 2]
 
@@ -171,6 +196,7 @@ def main():
     ap.add_argument("--warm", action="store_true",
                     help="keep the source in the page cache: a fresh mount's block cache is cold, the disk is not")
     ap.add_argument("--gap", type=float, default=0.0, help="seconds between reads (not timed)")
+    ap.add_argument("--disk", action="store_true", help="only the disk's part: cold preads of a block's size")
     ap.add_argument("--pair", action="store_true",
                     help="A/B: --bin-a and --bin mounted side by side, each offset read on both in turn")
     a = ap.parse_args()
@@ -182,6 +208,9 @@ def main():
     os.makedirs(src, exist_ok=True)
     files = series(src, size)
     blosc2.set_nthreads(2)
+    if a.disk:
+        disk(files["lz4"])
+        return
     rng = random.Random(a.seed)
     codecs = ["lz4", "zstd"] if a.codec == "both" else [a.codec]
     for c in codecs:
