@@ -3,6 +3,7 @@
 //! stream implicitly, so a short or long result is corruption).
 
 pub mod blosclz;
+mod lz4;
 pub mod zfp;
 
 use crate::error::{Error, Result};
@@ -30,11 +31,7 @@ pub fn decompress(codec: Codec, src: &[u8], dst: &mut [u8], p: &Params) -> Resul
     let dict = p.dict;
     let n = match codec {
         Codec::BloscLz => blosclz::decompress(src, dst)?,
-        Codec::Lz4 => match dict {
-            None => lz4_flex::block::decompress_into(src, dst),
-            Some(d) => lz4_flex::block::decompress_into_with_dict(src, dst, d),
-        }
-        .map_err(|e| Error::corrupt(format!("lz4 stream: {e}")))?,
+        Codec::Lz4 => lz4::decompress(src, dst, dict)?,
         Codec::Snappy => snap::raw::Decoder::new()
             .decompress(src, dst)
             .map_err(|e| Error::corrupt(format!("snappy stream: {e}")))?,
