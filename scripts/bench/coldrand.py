@@ -19,7 +19,7 @@ turn: the per-read ratio B/A, robust to a shared machine's drift.
 `--warm`: the source stays in the page cache (a fresh mount, its block cache empty:
 the CPU side of a cold read, without the disk).
 `--disk`: the disk alone, cold `O_DIRECT` and buffered preads of a block's stored size.
-In-process decode times of the same blocks: scripts/bench/blockdecode.
+In-process decode times of the same blocks: scripts/bench/blockdecode (cargo run --release -p blockdecode).
 `--floor`: the FUSE floor's cold random 4 KiB latency (an empty FUSE file system
 answering from memory, scripts/bench/fusefloor) in the same rounds.
 """
