@@ -19,8 +19,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
+# (A venv cut short while it was made has no pip: made again.)
+if [ ! -x .venv/bin/python ] || [ ! -x .venv/bin/pip ]; then
+    python3 -m venv --clear .venv
 fi
 if ! .venv/bin/python -c 'import blosc2, blosc, bloscpack, numpy' >/dev/null 2>&1 \
    || ! cmp -s scripts/requirements.txt .venv/.installed-requirements; then
@@ -30,8 +31,8 @@ fi
 
 # The servers the remote-source tests start on 127.0.0.1 (moto for the S3
 # API, caterva2): their own venv, as caterva2 pins its own python-blosc2.
-if [ ! -x .venv-servers/bin/python ]; then
-    python3 -m venv .venv-servers
+if [ ! -x .venv-servers/bin/python ] || [ ! -x .venv-servers/bin/pip ]; then
+    python3 -m venv --clear .venv-servers
 fi
 if [ ! -x .venv-servers/bin/moto_server ] || [ ! -x .venv-servers/bin/cat2-server ] \
    || ! cmp -s scripts/servers/requirements.txt .venv-servers/.installed-requirements; then
