@@ -8,6 +8,7 @@
 #[path = "../../../../tests/common/fixtures.rs"]
 mod common;
 
+mod ahead;
 mod container;
 mod corrupt;
 mod frame;
