@@ -214,10 +214,11 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
 /// of two buffers it owns: one is being written while the next is decoded.
 /// A reader that goes away (a broken pipe) ends it quietly.
 fn write_range(c: &Container, start: u64, end: u64, out: &mut impl Write) -> Result<(), String> {
+    // Up to 32: two 4 MiB buffers each, 256 MiB at most.
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .clamp(1, 8);
+        .clamp(1, 32);
     let win = 4u64 << 20;
     let windows = (end - start).div_ceil(win);
     type Done = (Vec<u8>, Result<usize, Error>);

@@ -11,7 +11,7 @@ shuffle, 8 MiB chunks), per k:
     default options on another mount (the control: the method's resolution)
   - k readers, each on its own 1/k of the file, the same three ways
   - `bloscfs cat FILE > /dev/null` (decoding alone, the source in the page cache;
-    cat decodes on up to 8 threads)
+    cat decodes on up to 32 threads)
   - C-Blosc2 in-process (python-blosc2, k threads) decompressing the frame chunk by
     chunk into one reused buffer, in a process of its own under the same taskset
   - the FUSE floor (fusefloor, as many worker threads as the daemon has), 1 and k readers
