@@ -197,10 +197,18 @@ impl Container {
         buf: &mut [u8],
         later: &mut Deferred,
     ) -> Result<usize> {
-        let end = offset.saturating_add(buf.len() as u64);
+        self.note_read(offset, buf.len());
+        self.read_view_at(offset, buf, later)
+    }
+
+    /// A read of `len` bytes at `offset` begins: the first one far from the
+    /// previous read of any reader has the chunk headers hinted
+    /// (`policy.rs`). Returns where it ends.
+    fn note_read(&self, offset: u64, len: usize) -> u64 {
+        let end = offset.saturating_add(len as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
         self.hint_headers(offset.abs_diff(prev));
-        self.read_view_at(offset, buf, later)
+        end
     }
 
     /// Fill `buf` from offset `offset` of the raw uncompressed content.

@@ -92,9 +92,7 @@ impl Container {
         buf: &mut [u8],
         later: &mut Deferred,
     ) -> Result<Served> {
-        let end = offset.saturating_add(buf.len() as u64);
-        let prev = self.last_end.swap(end, Ordering::Relaxed);
-        self.hint_headers(offset.abs_diff(prev));
+        let end = self.note_read(offset, buf.len());
         let prev = stream.last_end.swap(end, Ordering::Relaxed);
         let depth = if offset.abs_diff(prev) <= buf.len() as u64 {
             self.spans_wanted(stream)
