@@ -64,7 +64,8 @@ impl FsOptions {
 
 /// Apply `key[=value]` if it is an option of remote sources (`region`,
 /// `endpoint`, `anonymous`, `manifest`, `user`, `password_file`,
-/// `timeout`, `retries`, `fetch_cache`): `Ok(false)` if it is not one.
+/// `ca_file`, `timeout`, `retries`, `fetch_cache`): `Ok(false)` if it is
+/// not one.
 pub fn apply_remote_option(
     r: &mut RemoteOptions,
     k: &str,
@@ -77,7 +78,8 @@ pub fn apply_remote_option(
         "anonymous" => r.anonymous = true,
         "manifest" => r.manifest = Some(need()?.to_string()),
         "user" => r.user = Some(need()?.to_string()),
-        "password_file" => r.password_file = Some(PathBuf::from(need()?)),
+        "password_file" => r.password_file = Some(path_option(k, need()?)?),
+        "ca_file" => r.ca_file = Some(path_option(k, need()?)?),
         "timeout" => r.timeout = parse_seconds(k, need()?)?,
         "retries" => {
             let v = need()?;
@@ -94,6 +96,12 @@ pub fn apply_remote_option(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// A file named by an option, made absolute against the directory the
+/// command was started in: a daemon reads it later, from `/`.
+pub fn path_option(k: &str, v: &str) -> Result<PathBuf, String> {
+    std::path::absolute(v).map_err(|e| format!("{k}: {e}: {v:?}"))
 }
 
 /// Seconds, with a fraction if wanted (`0.5`), as a duration.

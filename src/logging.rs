@@ -92,6 +92,26 @@ fn open_logfile(p: &std::path::Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
+/// `bloscfs cat` and `info`: warnings on stderr (why a remote store
+/// failed, a retry), or what `BLOSCFS_LOG` asks for.
+pub fn init_cli_logging() {
+    let mut b = env_logger::Builder::new();
+    b.filter_level(log::LevelFilter::Warn)
+        .filter_module(fuse::LOG_TARGET, log::LevelFilter::Off)
+        .format(|out, r| {
+            writeln!(
+                out,
+                "bloscfs: {}: {}",
+                r.level().as_str().to_lowercase(),
+                r.args()
+            )
+        });
+    if let Ok(spec) = std::env::var("BLOSCFS_LOG") {
+        b.parse_filters(&spec);
+    }
+    let _ = b.try_init();
+}
+
 pub fn init_logging(m: &MountArgs, daemon: bool) -> Result<(), String> {
     let default = if m.debug {
         log::LevelFilter::Debug

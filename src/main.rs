@@ -5,10 +5,12 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("cat") => {
             output_to_a_pipe();
+            bloscfs::logging::init_cli_logging();
             cli::cmd_cat(&args[1..])
         }
         Some("info") => {
             output_to_a_pipe();
+            bloscfs::logging::init_cli_logging();
             cli::cmd_info(&args[1..])
         }
         None => {

@@ -61,6 +61,7 @@ Remote sources:
   -o manifest=NAME       HTTP: the listing file under the URL (SIZE PATH per line)
   -o user=NAME           Caterva2: log in as NAME ...
   -o password_file=PATH  ... with the password in PATH
+  -o ca_file=PATH        HTTPS: also trust the certificate authorities in PATH (PEM)
   -o timeout=SECS        limit of one request, retried before it fails (default 10)
   -o retries=N           retries of a failed request, with backoff (default 3)
   -o fetch_cache=SIZE    the part of cache_size for fetched compressed bytes and
@@ -165,7 +166,7 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         "noverify" | "noverify_checksums" => m.fs.verify_checksums = false,
         "noxattr" => m.xattr = false,
         "xattr" => m.xattr = true,
-        "logfile" => m.logfile = Some(PathBuf::from(need(k, v)?)),
+        "logfile" => m.logfile = Some(crate::config::path_option(k, need(k, v)?)?),
         "fsname" => m.fsname = Some(need(k, v)?.to_string()),
         "subtype" => m.subtype = need(k, v)?.to_string(),
         "auto_unmount" => m.auto_unmount = true,

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A threaded HTTP server of a directory, with faults on cue (stdlib only).
 
-    faulty.py DIR [--port N]      prints "listening on PORT" once it serves
+    faulty.py DIR [--port N] [--tls CERT KEY]
+                                  prints "listening on PORT" once it serves;
+                                  with --tls, HTTPS only (PEM files)
 
 GET /PATH serves DIR/PATH: a single `Range: bytes=A-B` (or `A-`, `-N`) gives a
 206 with `Content-Range`; every answer has an `ETag` (size and mtime hashed)
@@ -30,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import ssl
 import sys
 import threading
 import time
@@ -67,8 +70,35 @@ def take_fault():
         return mode
 
 
+class TLSServer(ThreadingHTTPServer):
+    """HTTPS: each connection's handshake is made in its own thread, so a
+    client that refuses the certificate holds up nobody else."""
+
+    def __init__(self, addr, handler, context):
+        super().__init__(addr, handler)
+        self.context = context
+
+    def get_request(self):
+        sock, addr = super().get_request()
+        return self.context.wrap_socket(
+            sock, server_side=True, do_handshake_on_connect=False), addr
+
+    def handle_error(self, request, client_address):
+        # A client refusing the certificate (the tests that check it is
+        # refused) is not the server's error.
+        if not isinstance(sys.exc_info()[1], ssl.SSLError):
+            super().handle_error(request, client_address)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as clients pool connections
+
+    def setup(self):
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(10)
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
 
     def log_message(self, *args):
         pass
@@ -208,7 +238,13 @@ def main():
         sys.exit(__doc__)
     ROOT = args[0]
     port = int(args[args.index("--port") + 1]) if "--port" in args else 0
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if "--tls" in args:
+        i = args.index("--tls")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args[i + 1], args[i + 2])
+        server = TLSServer(("127.0.0.1", port), Handler, context)
+    else:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     print(f"listening on {server.server_address[1]}", flush=True)
     server.serve_forever()

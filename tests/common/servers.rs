@@ -1,6 +1,7 @@
 //! Real servers on 127.0.0.1 for the remote-source tests, started by the
 //! test itself and killed when dropped: moto (the S3 API), caterva2 and the
-//! fault-injecting HTTP server `scripts/servers/faulty.py`. moto and
+//! fault-injecting HTTP server `scripts/servers/faulty.py` (moto and
+//! faulty.py also over HTTPS, with certificates [`Tls`] makes). moto and
 //! caterva2 come from `.venv-servers` (`scripts/setup.sh`). A missing server
 //! fails the test when `CI` is set; elsewhere `start` returns `None` after
 //! saying what is skipped.
@@ -101,6 +102,8 @@ pub struct Server {
     pub port: u16,
     pub dir: tempfile::TempDir,
     what: &'static str,
+    /// `http` or `https`.
+    scheme: &'static str,
 }
 
 impl Server {
@@ -117,6 +120,30 @@ impl Server {
             port,
             dir,
             what,
+            scheme: "http",
+        }
+    }
+
+    /// Wait (at most 60 s, else fail) until the port takes connections
+    /// (an HTTPS server: a plain request would not be answered).
+    fn wait_listening(&mut self) {
+        let t = Instant::now();
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!(
+                    "{} exited ({st}) before listening:\n{}",
+                    self.what,
+                    self.log()
+                );
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "{} did not listen on port {} within 60 s:\n{}",
+                self.what,
+                self.port,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -147,9 +174,9 @@ impl Server {
         }
     }
 
-    /// The HTTP base URL, `http://127.0.0.1:PORT`.
+    /// The base URL, `http://127.0.0.1:PORT` (`https://` over TLS).
     pub fn base(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 }
 
@@ -185,6 +212,24 @@ impl Moto {
         Some(Moto(s))
     }
 
+    /// The same over HTTPS only, with the certificate `tls` issued for
+    /// 127.0.0.1 (the uploads trust its authority).
+    pub fn start_tls(tls: &Tls) -> Option<Moto> {
+        let exe = venv_tool("moto_server")?;
+        let port = free_port();
+        let mut cmd = Command::new(exe);
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .arg("-c")
+            .arg(tls.cert())
+            .arg("-k")
+            .arg(tls.key());
+        let mut s = Server::spawn("moto_server", cmd, port, tempfile::tempdir().unwrap());
+        s.scheme = "https";
+        s.wait_listening();
+        std::fs::copy(tls.ca(), s.dir.path().join("ca.pem")).unwrap();
+        Some(Moto(s))
+    }
+
     /// The `-o endpoint=` value.
     pub fn endpoint(&self) -> String {
         self.0.base()
@@ -207,6 +252,10 @@ impl Moto {
             .arg(self.endpoint())
             .args(args)
             .envs(Moto::env());
+        let ca = self.0.dir.path().join("ca.pem");
+        if ca.exists() {
+            cmd.env("AWS_CA_BUNDLE", ca);
+        }
         run(&mut cmd, &format!("s3_upload.py {}", args.join(" ")));
     }
 
@@ -281,6 +330,18 @@ pub struct Faulty(pub Server);
 
 impl Faulty {
     pub fn start(dir: &Path) -> Option<Faulty> {
+        Faulty::spawn(dir, &[])
+    }
+
+    /// The same over HTTPS only, with the certificate and key `cert`, `key`
+    /// (the fault and statistics requests too).
+    pub fn start_tls(dir: &Path, cert: &Path, key: &Path) -> Option<Faulty> {
+        let mut f = Faulty::spawn(dir, &["--tls".as_ref(), cert.as_os_str(), key.as_os_str()])?;
+        f.0.scheme = "https";
+        Some(f)
+    }
+
+    fn spawn(dir: &Path, args: &[&std::ffi::OsStr]) -> Option<Faulty> {
         let py = if Command::new("python3").arg("-V").output().is_ok() {
             "python3"
         } else {
@@ -290,6 +351,7 @@ impl Faulty {
         let mut child = Command::new(py)
             .arg(root().join("scripts/servers/faulty.py"))
             .arg(dir)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
@@ -308,6 +370,7 @@ impl Faulty {
             port,
             dir: tempfile::tempdir().unwrap(),
             what: "faulty.py",
+            scheme: "http",
         }))
     }
 
@@ -348,5 +411,76 @@ impl Faulty {
     /// `GET path` with extra header lines.
     pub fn get(&self, path: &str, headers: &[&str]) -> Answer {
         http(self.0.port, "GET", path, headers).unwrap()
+    }
+}
+
+/// Certificates made by `openssl` for the HTTPS tests, in a temporary
+/// directory: an authority (`ca.pem`) and the server certificate it issued
+/// for 127.0.0.1 and localhost (`server.pem`, `server.key`); another
+/// authority that issued nothing here (`other-ca.pem`); and a certificate
+/// the first authority issued for another name, `example.org`
+/// (`elsewhere.pem`, `elsewhere.key`).
+pub struct Tls(pub tempfile::TempDir);
+
+impl Tls {
+    pub fn make() -> Option<Tls> {
+        if Command::new("openssl").arg("version").output().is_err() {
+            missing("openssl is missing");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        // Arguments split at spaces (none has one).
+        let openssl = |args: String| {
+            let mut c = Command::new("openssl");
+            c.args(args.split_whitespace()).current_dir(dir.path());
+            run(&mut c, &format!("openssl {args}"));
+        };
+        let key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+        for ca in ["ca", "other-ca"] {
+            openssl(format!(
+                "req -x509 {key} -days 2 -subj /CN=bloscfs-test-{ca} \
+                 -addext basicConstraints=critical,CA:TRUE \
+                 -addext keyUsage=critical,keyCertSign,cRLSign -keyout {ca}.key -out {ca}.pem"
+            ));
+        }
+        for (name, san) in [
+            ("server", "IP:127.0.0.1,DNS:localhost"),
+            ("elsewhere", "DNS:example.org"),
+        ] {
+            openssl(format!(
+                "req {key} -subj /CN={name} -keyout {name}.key -out {name}.csr"
+            ));
+            let ext = format!(
+                "subjectAltName={san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            );
+            std::fs::write(dir.path().join(format!("{name}.ext")), ext).unwrap();
+            openssl(format!(
+                "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+                 -extfile {name}.ext -out {name}.pem"
+            ));
+        }
+        Some(Tls(dir))
+    }
+
+    pub fn ca(&self) -> PathBuf {
+        self.0.path().join("ca.pem")
+    }
+
+    pub fn other_ca(&self) -> PathBuf {
+        self.0.path().join("other-ca.pem")
+    }
+
+    pub fn cert(&self) -> PathBuf {
+        self.0.path().join("server.pem")
+    }
+
+    pub fn key(&self) -> PathBuf {
+        self.0.path().join("server.key")
+    }
+
+    /// A certificate of the trusted authority for `example.org`, and its key.
+    pub fn elsewhere(&self) -> (PathBuf, PathBuf) {
+        let d = self.0.path();
+        (d.join("elsewhere.pem"), d.join("elsewhere.key"))
     }
 }

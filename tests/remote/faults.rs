@@ -280,3 +280,21 @@ fn a_stalled_read_does_not_hold_up_other_files() {
     drop((f, f2));
     m.unmount();
 }
+
+/// `cat` of a remote directory (a sparse frame's prefix) that cannot be
+/// listed says why (the manifest's URL and status), not only `EIO`.
+#[test]
+fn cat_says_why_a_remote_directory_cannot_be_read() {
+    let d = tempfile::tempdir().unwrap();
+    let Some(s) = Faulty::start(d.path()) else {
+        return;
+    };
+    let r = Remote::http(&s).with("manifest=missing.txt");
+    let o = r.cat("", None, &[]);
+    assert!(!o.status.success());
+    assert!(
+        o.stderr.contains("/missing.txt: 404"),
+        "no reason given: {}",
+        o.stderr
+    );
+}

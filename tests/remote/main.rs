@@ -14,3 +14,4 @@ mod harness;
 mod lookups;
 mod matrix;
 mod objects;
+mod tls;

@@ -8,7 +8,7 @@ use crate::{Core, Location, Options};
 use object_store::aws::AmazonS3Builder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, Certificate, ClientOptions, ObjectStore, RetryConfig};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,10 +43,15 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         Location::S3 { .. } => opts.endpoint.clone().unwrap_or_default(),
         Location::Http { url } | Location::Caterva2 { url, .. } => url.clone(),
     };
-    let copts = ClientOptions::new()
+    let mut copts = ClientOptions::new()
         .with_timeout(opts.timeout)
         .with_connect_timeout(opts.timeout.min(Duration::from_secs(5)))
         .with_allow_http(web.starts_with("http://"));
+    if let Some(file) = &opts.ca_file {
+        for cert in authorities(file)? {
+            copts = copts.with_root_certificate(cert);
+        }
+    }
     let mut session = None;
     if let Location::Caterva2 { url, .. } = &loc {
         if let Some(user) = &opts.user {
@@ -160,6 +165,19 @@ fn http_store(
         .with_http_connector(client.clone())
         .build()?;
     Ok(Arc::new(s))
+}
+
+/// The certificates of the PEM file `file` (`-o ca_file=`): at least one.
+fn authorities(file: &std::path::Path) -> std::io::Result<Vec<Certificate>> {
+    let bad = |why: String| io_err(libc::EINVAL, format!("ca_file {}: {why}", file.display()));
+    let pem = std::fs::read(file).map_err(|e| bad(e.to_string()))?;
+    let certs = Certificate::from_pem_bundle(&pem).map_err(|e| bad(chain(&e)))?;
+    if certs.is_empty() {
+        return Err(bad(
+            "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),
+        ));
+    }
+    Ok(certs)
 }
 
 fn os_err(loc: &Location, e: object_store::Error) -> std::io::Error {

@@ -22,6 +22,9 @@
 //!   [`Options::user`] and [`Options::password_file`] the crate logs in
 //!   (`/auth/jwt/login`) and sends the session cookie.
 //!
+//! HTTPS servers are checked against the system's certificate authorities
+//! (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and those of [`Options::ca_file`].
+//!
 //! # Manifest format
 //! A text file under the base URL (`-o manifest=NAME`), UTF-8, one object a
 //! line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
@@ -118,6 +121,9 @@ pub struct Options {
     pub user: Option<String>,
     /// Caterva2: a file holding the password (its first line).
     pub password_file: Option<PathBuf>,
+    /// HTTPS: a PEM file of certificate authorities trusted besides the
+    /// system's (a private CA of an on-premises store).
+    pub ca_file: Option<PathBuf>,
     /// Per request (default 10 s).
     pub timeout: Duration,
     /// Retries of a failed request (default 3), jittered backoff, bounded
@@ -137,6 +143,7 @@ impl Default for Options {
             manifest: None,
             user: None,
             password_file: None,
+            ca_file: None,
             timeout: Duration::from_secs(10),
             retries: 3,
             span_cache: 64 << 20,

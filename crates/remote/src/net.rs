@@ -186,6 +186,9 @@ pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         }
         cur = inner.source();
     }
+    if s.contains("invalid peer certificate") {
+        s.push_str(" (-o ca_file=PATH trusts a private certificate authority)");
+    }
     s
 }
 
