@@ -17,6 +17,10 @@ Faults, by the syntax MODE[:ARG]:
                  object was replaced behind a server that ignores If-Match
   short-range    206 with a Content-Range (and body) half as long as asked
   stall:SECS     sleep SECS before answering (past the client's timeout)
+  overlong:MIB   the answer's body goes on for MIB MiB of zeros past what
+                 its Content-Range (or the file) says, Content-Length
+                 counting them; the one fault set by /_fault that S3-style
+                 listings take too
 chosen either
   - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
@@ -111,6 +115,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def overlong(self, code, body, headers, fault):
+        """`body`, then MIB MiB of zeros that Content-Length counts."""
+        extra = int(fault.split(":")[1]) << 20
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body) + extra))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+            zeros = bytes(1 << 20)
+            for _ in range(extra >> 20):
+                self.wfile.write(zeros)
+        except OSError:
+            pass  # the client hung up, as it should
+        self.close_connection = True
+
     def do_POST(self):
         url = urlsplit(self.path)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -140,7 +161,9 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("list-type") == ["2"]:
             with LOCK:
                 STATE["lists"] += 1
-            return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"))
+                overlong = (STATE["mode"] or "").startswith("overlong:")
+            fault = take_fault() if overlong else None
+            return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"), fault)
         if path == "/_stats":
             with LOCK:
                 return self.answer(200, json.dumps(STATE).encode())
@@ -155,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
             STATE["ranges"].append([path, rng, self.headers.get("If-Match")])
         self.serve(path, rng, fault or "")
 
-    def listing(self, path, prefix, delimiter):
+    def listing(self, path, prefix, delimiter, fault=None):
         top = os.path.join(ROOT, path.strip("/"))
         files, dirs = [], set()
         for d, _, names in os.walk(top):
@@ -178,7 +201,10 @@ class Handler(BaseHTTPRequestHandler):
                        f"<ETag>{escape(etag(st))}</ETag><Size>{st.st_size}</Size></Contents>")
         out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in sorted(dirs)]
         out.append("</ListBucketResult>")
-        self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
+        body, headers = "\n".join(out).encode(), [("Content-Type", "application/xml")]
+        if fault:
+            return self.overlong(200, body, headers, fault)
+        self.answer(200, body, headers)
 
     def serve(self, path, rng, fault):
         if fault:
@@ -218,6 +244,8 @@ class Handler(BaseHTTPRequestHandler):
         headers = [("ETag", tag), ("Accept-Ranges", "bytes")]
         if ranged:
             headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
+        if fault.startswith("overlong:"):
+            return self.overlong(206 if ranged else 200, body, headers, fault)
         if fault == "drop":
             self.send_response(206 if ranged else 200)
             for k, v in headers:

@@ -298,3 +298,70 @@ fn cat_says_why_a_remote_directory_cannot_be_read() {
         o.stderr
     );
 }
+
+/// A process's peak resident memory (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb << 10
+}
+
+/// Through a mount listed by the S3-style listing: answers that go on for
+/// 1 GiB past what they should (after a range, after a listing) fail that
+/// read or listing at once, and the daemon holds no more than it asked
+/// for; once the server behaves, the same handle reads exact bytes.
+#[test]
+fn answers_longer_than_asked_are_cut_off_not_gathered() {
+    if !crate::common::fuse_available() {
+        return;
+    }
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let mut m = fast(&b).mount(&[]);
+    let f = std::fs::File::open(m.path("big")).unwrap();
+    let mut buf = vec![0u8; 4096];
+    f.read_exact_at(&mut buf, at(0) as u64).unwrap();
+    let before = peak_rss(m.pid());
+    // A listing is read up to 64 MiB (a buffer of up to 128 MiB as it grows).
+    let grown = |what: &str| {
+        let g = peak_rss(m.pid()).saturating_sub(before);
+        assert!(g < 192 << 20, "{what}: the daemon grew by {} MiB", g >> 20);
+    };
+
+    b.srv.set_fault("overlong:1024");
+    let t = Instant::now();
+    let e = f
+        .read_exact_at(&mut buf, at(5) as u64)
+        .expect_err("a read of an overlong answer succeeded");
+    grown("a range");
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert!(t.elapsed() < FAILS_WITHIN, "took {:?}", t.elapsed());
+    assert!(b.srv.faulted("overlong") > 0);
+
+    // What a listing said is trusted for a second.
+    std::thread::sleep(Duration::from_millis(1500));
+    let lists = b.srv.stats()["lists"].as_u64().unwrap();
+    let t = Instant::now();
+    let listed = std::fs::read_dir(m.mp()).map(|d| d.count());
+    assert!(t.elapsed() < FAILS_WITHIN, "took {:?}", t.elapsed());
+    grown("a listing");
+    assert!(
+        b.srv.stats()["lists"].as_u64().unwrap() > lists,
+        "not listed again"
+    );
+    assert!(
+        !matches!(listed, Ok(n) if n > 0),
+        "listed {listed:?} from an overlong answer"
+    );
+
+    b.srv.set_fault("none");
+    f.read_exact_at(&mut buf, at(6) as u64).unwrap();
+    assert!(buf[..] == raw[at(6)..at(6) + 4096]);
+    assert!(std::fs::read_dir(m.mp()).unwrap().count() > 3);
+    drop(f);
+    m.unmount();
+}

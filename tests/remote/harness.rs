@@ -250,6 +250,11 @@ impl RemoteMount {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("mounted").id()
+    }
+
     /// Unmount, wait (bounded) for the daemon to exit, and check its log
     /// shows no panic.
     pub fn unmount(&mut self) {

@@ -4,11 +4,12 @@
 //! `Content-Range` other than the one asked for, and retries connection
 //! failures and 5xx answers itself (bounded by `RetryConfig`). On top of
 //! that, this checks what it does not: the object's ETag and total length
-//! (`Content-Range`) against the pinned ones, and the body's length; and
+//! (`Content-Range`) against the pinned ones, and the body's length (read
+//! no further than the range: a body that goes on is refused); and
 //! retries a body that breaks off mid-way. Every attempt runs under one
 //! deadline, so a read fails in bounded time.
 
-use crate::net::{chain, is_timeout, Counters};
+use crate::net::{chain, collect_at_most, is_timeout, Counters, Cut};
 use crate::Object;
 use bytes::Bytes;
 use object_store::path::Path;
@@ -197,7 +198,14 @@ impl Fetcher {
         })?;
         let meta = res.meta.clone();
         let want = res.range.end - res.range.start;
-        let data = res.bytes().await.map_err(|e| (classify(e), true))?;
+        let data = match collect_at_most(res.into_stream(), want, want).await {
+            Ok(d) => d,
+            Err(Cut::Failed(e)) => return Err((classify(e), true)),
+            Err(Cut::TooLong) => {
+                let m = format!("the answer goes on past the {want} bytes of its range");
+                return Err((FetchError::Io(libc::EIO, m), false));
+            }
+        };
         if data.len() as u64 != want {
             let m = format!("the answer broke off after {} of {want} bytes", data.len());
             return Err((FetchError::Io(libc::EIO, m), true));

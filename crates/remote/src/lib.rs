@@ -26,8 +26,8 @@
 //! (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and those of [`Options::ca_file`].
 //!
 //! # Manifest format
-//! A text file under the base URL (`-o manifest=NAME`), UTF-8, one object a
-//! line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
+//! A text file under the base URL (`-o manifest=NAME`), UTF-8, at most 64
+//! MiB, one object a line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
 //! (its size is then learnt with one ranged GET of its tail when listed).
 //! PATH is relative to the base URL, `/`-separated, taken verbatim to the
 //! end of the line (spaces included; no `.` or `..` components). Blank lines
@@ -73,8 +73,10 @@
 //! Every request has [`Options::timeout`]; failed requests are retried
 //! ([`Options::retries`], jittered backoff) and a read gives up after
 //! twice the timeout and a second, with `EIO` or
-//! `ETIMEDOUT` and a message naming the URL and the byte range. Messages
-//! never contain credentials.
+//! `ETIMEDOUT` and a message naming the URL and the byte range. A body is
+//! read no further than its range (a manifest, listing page or Caterva2
+//! list no further than 64 MiB): a longer answer fails at once, costing no
+//! more memory than was asked for. Messages never contain credentials.
 
 mod ahead;
 mod connect;

@@ -223,3 +223,83 @@ pub fn errno_of(e: &std::io::Error) -> i32 {
         None => libc::EIO,
     }
 }
+
+/// Why [`collect_at_most`] stopped.
+#[derive(Debug)]
+pub enum Cut<E> {
+    /// The body went on past the bound.
+    TooLong,
+    /// The body failed.
+    Failed(E),
+}
+
+/// A body gathered into one buffer, read no further than one byte past
+/// `max`: a server that sends more than it was asked for, or an endless
+/// body, costs what was asked, not what it sends. `reserve` is the size
+/// expected (at most `max`).
+pub async fn collect_at_most<S, E>(
+    mut body: S,
+    max: u64,
+    reserve: u64,
+) -> Result<bytes::Bytes, Cut<E>>
+where
+    S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+{
+    use futures::StreamExt;
+    let mut first: Option<bytes::Bytes> = None;
+    let mut buf = Vec::new();
+    let mut total = 0u64;
+    while let Some(part) = body.next().await {
+        let part = part.map_err(Cut::Failed)?;
+        total += part.len() as u64;
+        if total > max {
+            return Err(Cut::TooLong);
+        }
+        if buf.is_empty() && first.is_none() {
+            first = Some(part);
+            continue;
+        }
+        if let Some(f) = first.take() {
+            buf.reserve_exact(reserve.min(max) as usize);
+            buf.extend_from_slice(&f);
+        }
+        buf.extend_from_slice(&part);
+    }
+    Ok(first.unwrap_or_else(|| buf.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{block_on, collect_at_most, Cut};
+    use bytes::Bytes;
+
+    fn parts(sizes: &[usize]) -> Vec<Result<Bytes, &'static str>> {
+        sizes
+            .iter()
+            .map(|&n| Ok(Bytes::from(vec![7u8; n])))
+            .collect()
+    }
+
+    fn collect(body: Vec<Result<Bytes, &'static str>>, max: u64) -> Result<Bytes, Cut<&str>> {
+        block_on(collect_at_most(futures::stream::iter(body), max, max))
+    }
+
+    #[test]
+    fn a_body_is_gathered_up_to_its_bound_and_refused_past_it() {
+        assert_eq!(collect(parts(&[]), 10).unwrap().len(), 0);
+        let one = Bytes::from(vec![1u8; 10]);
+        let got = collect(vec![Ok(one.clone())], 10).unwrap();
+        assert_eq!(got.as_ptr(), one.as_ptr(), "one part is not copied");
+        assert_eq!(collect(parts(&[4, 3, 3]), 10).unwrap(), vec![7u8; 10]);
+        assert!(matches!(collect(parts(&[4, 3, 4]), 10), Err(Cut::TooLong)));
+        assert!(matches!(collect(parts(&[11]), 10), Err(Cut::TooLong)));
+        // Parts past the one that crosses the bound are never asked for.
+        let endless =
+            futures::stream::repeat_with(|| Ok::<_, &str>(Bytes::from(vec![0u8; 1 << 20])));
+        let r = block_on(collect_at_most(endless, 8 << 20, 0));
+        assert!(matches!(r, Err(Cut::TooLong)));
+        let mut failing = parts(&[4]);
+        failing.push(Err("reset"));
+        assert!(matches!(collect(failing, 10), Err(Cut::Failed("reset"))));
+    }
+}

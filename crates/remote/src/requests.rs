@@ -2,13 +2,17 @@
 //! XML listing over plain HTTP, Caterva2's `/api/list`.
 
 use crate::connect::{join, Backend};
-use crate::net::{block_on, chain, io_err, Counters};
+use crate::net::{block_on, chain, collect_at_most, io_err, Counters, Cut};
 use crate::parse::{self, Tree};
 use crate::{Core, Listing, Object};
 use std::io;
 use std::sync::Arc;
 
 type Result<T, E = io::Error> = std::result::Result<T, E>;
+
+/// The largest manifest, listing page or Caterva2 list read (a manifest
+/// line is about 100 bytes: some 600,000 objects).
+pub const MAX_DOCUMENT: u64 = 64 << 20;
 
 /// One GET of `url` by the listing client: status and body (retried
 /// after a 5xx or a failure, within the read budget).
@@ -30,14 +34,22 @@ async fn get_retried(core: &Core, url: &str) -> Result<(u16, bytes::Bytes)> {
             .body(object_store::client::HttpRequestBody::empty())
             .map_err(|e| io_err(libc::EINVAL, format!("GET {url}: {e}")))?;
         let once = async {
-            let res = core.client.execute(req).await?;
+            let res = core.client.execute(req).await.map_err(Cut::Failed)?;
             let status = res.status().as_u16();
-            Ok::<_, object_store::client::HttpError>((status, res.into_body().bytes().await?))
+            let body = res.into_body().bytes_stream();
+            Ok((status, collect_at_most(body, MAX_DOCUMENT, 0).await?))
         };
         let e = match tokio::time::timeout(core.opts.timeout, once).await {
             Ok(Ok((s, b))) if s < 500 => return Ok((s, b)),
             Ok(Ok((s, _))) => format!("{s}"),
-            Ok(Err(e)) => chain(&e),
+            Ok(Err(Cut::Failed(e))) => chain(&e),
+            Ok(Err(Cut::TooLong)) => {
+                let m = format!(
+                    "GET {url}: an answer of more than {} MiB",
+                    MAX_DOCUMENT >> 20
+                );
+                return Err(io_err(libc::EIO, m));
+            }
             Err(_) => format!("no answer in {:?}", core.opts.timeout),
         };
         if attempt >= core.opts.retries {
