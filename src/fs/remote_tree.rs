@@ -47,9 +47,10 @@ pub struct RemoteTree {
     remote: Remote,
     ttl: Duration,
     seen: Mutex<HashMap<String, Seen>>,
-    /// Directories listed whole, when, and the 512-byte blocks their
-    /// objects use (a sparse frame's `st_blocks`): a key under one that the
-    /// listing did not show is not there (no request to learn it).
+    /// Directories listed whole, when (the listing's start), and the
+    /// 512-byte blocks their objects use (a sparse frame's `st_blocks`): a
+    /// key under one that the listing did not show is not there (no
+    /// request to learn it).
     listed: Mutex<HashMap<String, (Instant, u64)>>,
     /// One listing of a directory at a time: the threads probing a
     /// directory's entries all miss at once when its listing expires.
@@ -122,6 +123,14 @@ impl RemoteTree {
         self.listed_blocks(dir).is_some()
     }
 
+    /// When the listing of `dir` still trusted started.
+    fn listed_since(&self, dir: &str) -> Option<Instant> {
+        match self.listed.lock().get(dir) {
+            Some((t, _)) if t.elapsed() < self.ttl => Some(*t),
+            _ => None,
+        }
+    }
+
     /// The blocks the objects of `dir` use, if its listing is still trusted.
     fn listed_blocks(&self, dir: &str) -> Option<u64> {
         match self.listed.lock().get(dir) {
@@ -166,8 +175,13 @@ impl RemoteTree {
                     return Ok(s.node.clone());
                 }
             }
-            if self.listed_fresh(parent) {
-                return Err(enoent());
+            if let Some(since) = self.listed_since(parent) {
+                // What that listing said, even if it was made between the
+                // look above and this one (by another thread).
+                return match self.seen.lock().get(key) {
+                    Some(s) if s.at >= since => Ok(s.node.clone()),
+                    _ => Err(enoent()),
+                };
             }
             if attempt == 0 && self.relist(parent).is_err() {
                 break;
@@ -230,6 +244,7 @@ impl RemoteTree {
     /// The names in directory `key`, each entry remembered with what the
     /// listing says of it.
     fn list_key(&self, key: &str) -> std::io::Result<Vec<OsString>> {
+        let started = Instant::now();
         let listing = self.remote.list(key).map_err(os_err)?;
         let child = |name: &str| match key {
             "" => name.to_string(),
@@ -253,7 +268,7 @@ impl RemoteTree {
             self.remember(child(&name), Node::Object(o));
             names.push(OsString::from(name));
         }
-        (self.listed.lock()).insert(key.to_string(), (Instant::now(), blocks));
+        (self.listed.lock()).insert(key.to_string(), (started, blocks));
         self.prune(names.len());
         Ok(names)
     }
