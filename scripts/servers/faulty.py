@@ -19,8 +19,10 @@ Faults, by the syntax MODE[:ARG]:
   stall:SECS     sleep SECS before answering (past the client's timeout)
   overlong:MIB   the answer's body goes on for MIB MiB of zeros past what
                  its Content-Range (or the file) says, Content-Length
-                 counting them; the one fault set by /_fault that S3-style
-                 listings take too
+                 counting them
+  endless        (S3-style listings) every page says there is another,
+                 with the same continuation token
+overlong and endless are the faults set by /_fault that listings take.
 chosen either
   - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
@@ -161,8 +163,8 @@ class Handler(BaseHTTPRequestHandler):
         if query.get("list-type") == ["2"]:
             with LOCK:
                 STATE["lists"] += 1
-                overlong = (STATE["mode"] or "").startswith("overlong:")
-            fault = take_fault() if overlong else None
+                mode = STATE["mode"] or ""
+            fault = take_fault() if mode.startswith("overlong:") or mode == "endless" else None
             return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"), fault)
         if path == "/_stats":
             with LOCK:
@@ -194,7 +196,12 @@ class Handler(BaseHTTPRequestHandler):
         out = ['<?xml version="1.0" encoding="UTF-8"?>',
                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
                f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{len(files) + len(dirs)}</KeyCount>",
-               "<MaxKeys>100000</MaxKeys><IsTruncated>false</IsTruncated>"]
+               "<MaxKeys>100000</MaxKeys>"]
+        if fault == "endless":
+            out.append("<IsTruncated>true</IsTruncated>"
+                       "<NextContinuationToken>again</NextContinuationToken>")
+        else:
+            out.append("<IsTruncated>false</IsTruncated>")
         for rel, st in sorted(files):
             when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime))
             out.append(f"<Contents><Key>{escape(rel)}</Key><LastModified>{when}</LastModified>"
@@ -202,7 +209,7 @@ class Handler(BaseHTTPRequestHandler):
         out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in sorted(dirs)]
         out.append("</ListBucketResult>")
         body, headers = "\n".join(out).encode(), [("Content-Type", "application/xml")]
-        if fault:
+        if fault and fault.startswith("overlong:"):
             return self.overlong(200, body, headers, fault)
         self.answer(200, body, headers)
 

@@ -365,3 +365,60 @@ fn answers_longer_than_asked_are_cut_off_not_gathered() {
     drop(f);
     m.unmount();
 }
+
+/// A listing whose pages would lead on for ever (the same continuation
+/// token again and again) fails in bounded time, naming the token: over S3
+/// (the fault server answers path-style S3 requests too) and over the
+/// S3-style listing of plain HTTP. Once the server behaves, both mount.
+#[test]
+fn a_listing_that_would_not_end_fails() {
+    if !crate::common::fuse_available() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let rel = "frame/blocks-lz4.b2frame";
+    let top = d.path().join("bucket/p");
+    std::fs::create_dir_all(top.join("frame")).unwrap();
+    crate::common::copy(&crate::common::fixture(rel), &top.join(rel));
+    let Some(s) = Faulty::start(d.path()) else {
+        return;
+    };
+    let s3 = Remote {
+        base: "s3://bucket/p".into(),
+        opts: vec![format!("endpoint={}", s.base()), "region=us-east-1".into()],
+        env: Moto::env()
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+    };
+    let mut http = Remote::http(&s);
+    http.base = format!("{}/bucket/p/", s.base());
+    for r in [s3, http.with("timeout=2")] {
+        let r = r.with("timeout=2");
+        s.set_fault("endless");
+        let mp = tempfile::tempdir().unwrap();
+        let mut c = std::process::Command::new(crate::common::bin());
+        c.arg("-f").arg(&r.base).arg(mp.path());
+        c.args(["-o", &r.opts.join(",")]);
+        for (k, v) in &r.env {
+            c.env(k, v.as_deref().unwrap());
+        }
+        let o = run(c, FAILS_WITHIN);
+        assert!(
+            !o.status.success(),
+            "{}: mounted an endless listing",
+            r.base
+        );
+        assert!(
+            o.stderr.contains("continuation token \"again\" again"),
+            "{}: {}",
+            r.base,
+            o.stderr
+        );
+        s.set_fault("none");
+        let mut m = r.mount(&[]);
+        let got = std::fs::read(m.path("frame/blocks-lz4")).unwrap();
+        assert!(got == crate::common::reference_bytes(rel), "{}", r.base);
+        m.unmount();
+    }
+}

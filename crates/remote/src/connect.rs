@@ -7,6 +7,7 @@ use crate::spans::SpanCache;
 use crate::{Core, Location, Options};
 use object_store::aws::AmazonS3Builder;
 use object_store::http::HttpBuilder;
+use object_store::list::PaginatedListStore;
 use object_store::path::Path;
 use object_store::{BackoffConfig, Certificate, ClientOptions, ObjectStore, RetryConfig};
 use parking_lot::Mutex;
@@ -15,8 +16,11 @@ use std::time::Duration;
 
 /// What differs between the kinds of location.
 pub enum Backend {
-    /// Keys are `prefix/key` in the bucket.
-    S3 { prefix: String },
+    /// Keys are `prefix/key` in the bucket, listed page by page.
+    S3 {
+        prefix: String,
+        pages: Arc<dyn PaginatedListStore>,
+    },
     /// Keys are `leaf/key` under `base` (no slash at its end); `leaf` is
     /// the object a URL not ending in `/` names ("" for a directory).
     Http {
@@ -95,9 +99,9 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
                     .with_allow_http(e.starts_with("http://"))
                     .with_virtual_hosted_style_request(false);
             }
-            let s3 = b.build().map_err(|e| os_err(&loc, e))?;
+            let s3 = Arc::new(b.build().map_err(|e| os_err(&loc, e))?);
             let prefix = prefix.clone();
-            (Arc::new(s3), Backend::S3 { prefix })
+            (s3.clone(), Backend::S3 { prefix, pages: s3 })
         }
         Location::Http { url } => {
             let (base, leaf) = url.rsplit_once('/').expect("a URL has a '/'");
@@ -126,7 +130,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         }
     };
     let base = match &backend {
-        Backend::S3 { prefix } => prefix.clone(),
+        Backend::S3 { prefix, .. } => prefix.clone(),
         Backend::Http { leaf, .. } => leaf.clone(),
         Backend::Caterva2 { root, .. } => root.clone(),
     };

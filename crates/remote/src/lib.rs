@@ -76,7 +76,9 @@
 //! `ETIMEDOUT` and a message naming the URL and the byte range. A body is
 //! read no further than its range (a manifest, listing page or Caterva2
 //! list no further than 64 MiB): a longer answer fails at once, costing no
-//! more memory than was asked for. Messages never contain credentials.
+//! more memory than was asked for. A listing fails at a continuation token
+//! given before or past 4,194,304 entries. Messages never contain
+//! credentials.
 
 mod ahead;
 mod connect;

@@ -4,10 +4,11 @@ use crate::connect::{join, Backend};
 use crate::fetch::{classify, FetchError};
 use crate::net::{block_on, chain, io_err};
 use crate::parse::{self, Tree};
-use crate::requests::{crate_list, manifest, xml_list};
+use crate::requests::{crate_list, manifest, xml_list, Paging};
 use crate::spans::PAGE;
 use crate::{version_of, Core, Entry, Listing, Object};
 use futures::StreamExt;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange};
 use std::io;
@@ -28,7 +29,7 @@ pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
         ));
     }
     let mut l = match &core.backend {
-        Backend::S3 { prefix } => block_on(s3_list(core, &join(prefix, dir), dir))?,
+        Backend::S3 { prefix, pages } => block_on(s3_list(core, pages, &join(prefix, dir), dir))?,
         Backend::Http { leaf, .. } if !leaf.is_empty() => {
             return Err(io_err(
                 libc::ENOTDIR,
@@ -58,7 +59,7 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
         ));
     }
     match &core.backend {
-        Backend::S3 { prefix } if join(prefix, key).is_empty() => return Ok(Entry::Dir),
+        Backend::S3 { prefix, .. } if join(prefix, key).is_empty() => return Ok(Entry::Dir),
         Backend::Http { leaf, .. } if key.is_empty() && leaf.is_empty() => return Ok(Entry::Dir),
         Backend::Http { .. } if core.opts.manifest.is_some() => {
             let tree = manifest(core)?;
@@ -198,30 +199,47 @@ async fn empty(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     })
 }
 
-async fn s3_list(core: &Arc<Core>, full: &str, dir: &str) -> Result<Listing> {
-    let what = |e: object_store::Error| {
-        io_err(libc::EIO, format!("list {}/{dir}: {}", core.loc, chain(&e)))
-    };
-    let prefix = (!full.is_empty()).then(|| Path::from(full));
-    let r = core
-        .fetcher
-        .store
-        .list_with_delimiter(prefix.as_ref())
-        .await
-        .map_err(what)?;
+async fn s3_list(
+    core: &Arc<Core>,
+    pages: &Arc<dyn PaginatedListStore>,
+    full: &str,
+    dir: &str,
+) -> Result<Listing> {
+    let what = format!("list {}/{dir}", core.loc);
+    // As object_store names the prefix of a directory.
+    let prefix = (!full.is_empty()).then(|| format!("{}/", Path::from(full).as_ref()));
     let mut l = Listing::default();
-    for p in r.common_prefixes {
-        l.dirs.push(decoded(p.filename().unwrap_or_default()));
-    }
-    for m in r.objects {
-        let name = decoded(m.location.filename().unwrap_or_default());
-        let mtime = Some(m.last_modified.into());
-        l.objects.push(Object {
-            key: name,
-            len: m.size,
-            etag: m.e_tag,
-            mtime,
-        });
+    let mut paging = Paging::default();
+    let mut token = None;
+    loop {
+        let opts = PaginatedListOptions {
+            delimiter: Some("/".into()),
+            page_token: token,
+            ..Default::default()
+        };
+        let page = pages
+            .list_paginated(prefix.as_deref(), opts)
+            .await
+            .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))?;
+        let r = page.result;
+        let n = r.common_prefixes.len() + r.objects.len();
+        for p in r.common_prefixes {
+            l.dirs.push(decoded(p.filename().unwrap_or_default()));
+        }
+        for m in r.objects {
+            let name = decoded(m.location.filename().unwrap_or_default());
+            let mtime = Some(m.last_modified.into());
+            l.objects.push(Object {
+                key: name,
+                len: m.size,
+                etag: m.e_tag,
+                mtime,
+            });
+        }
+        token = paging.next(page.page_token, n, &what)?;
+        if token.is_none() {
+            break;
+        }
     }
     if !dir.is_empty() && l.dirs.is_empty() && l.objects.is_empty() {
         return Err(io_err(

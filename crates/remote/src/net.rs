@@ -3,7 +3,7 @@
 use crate::session::Session;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
-    HttpResponse, HttpService, ReqwestConnector,
+    HttpResponse, HttpResponseBody, HttpService, ReqwestConnector,
 };
 use object_store::ClientOptions;
 use std::future::Future;
@@ -108,8 +108,19 @@ impl Counting {
             session,
         })
     }
-    /// Send a request (counted).
+    /// Send a request (counted). The body of an answer to a request that
+    /// is not for a byte range is read no further than [`MAX_DOCUMENT`].
     pub async fn execute(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let ranged = req.headers().contains_key(http::header::RANGE);
+        let res = self.send(req).await?;
+        Ok(if ranged {
+            res
+        } else {
+            at_most(res, MAX_DOCUMENT)
+        })
+    }
+
+    async fn send(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let c = &self.counters;
         let q = req.uri().query().unwrap_or("");
         let path = req.uri().path();
@@ -224,6 +235,51 @@ pub fn errno_of(e: &std::io::Error) -> i32 {
     }
 }
 
+/// The most read of an answer that is not a byte range: a manifest (a line
+/// is about 100 bytes: some 600,000 objects), a listing page, a Caterva2
+/// list.
+pub const MAX_DOCUMENT: u64 = 64 << 20;
+
+/// The error of a body that went on past its bound.
+#[derive(Debug)]
+pub struct TooLong(pub u64);
+
+impl std::fmt::Display for TooLong {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "an answer of more than {} MiB", self.0 >> 20)
+    }
+}
+
+impl std::error::Error for TooLong {}
+
+/// `res` with its body failing ([`TooLong`]) past `max` bytes.
+fn at_most(res: HttpResponse, max: u64) -> HttpResponse {
+    use http_body_util::BodyExt;
+    let (parts, body) = res.into_parts();
+    let body = http_body_util::Limited::new(body, max as usize).map_err(move |e| {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return HttpError::new(HttpErrorKind::Decode, TooLong(max));
+        }
+        match e.downcast::<HttpError>() {
+            Ok(h) => *h,
+            Err(e) => HttpError::new(HttpErrorKind::Unknown, std::io::Error::other(e)),
+        }
+    });
+    HttpResponse::from_parts(parts, HttpResponseBody::new(body))
+}
+
+/// Did `e` (or anything under it) stop a body at its bound?
+pub fn is_too_long(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(e) = cur {
+        if e.is::<TooLong>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
 /// Why [`collect_at_most`] stopped.
 #[derive(Debug)]
 pub enum Cut<E> {
@@ -280,7 +336,10 @@ mod tests {
             .collect()
     }
 
-    fn collect(body: Vec<Result<Bytes, &'static str>>, max: u64) -> Result<Bytes, Cut<&str>> {
+    fn collect(
+        body: Vec<Result<Bytes, &'static str>>,
+        max: u64,
+    ) -> Result<Bytes, Cut<&'static str>> {
         block_on(collect_at_most(futures::stream::iter(body), max, max))
     }
 

@@ -2,17 +2,13 @@
 //! XML listing over plain HTTP, Caterva2's `/api/list`.
 
 use crate::connect::{join, Backend};
-use crate::net::{block_on, chain, collect_at_most, io_err, Counters, Cut};
+use crate::net::{block_on, chain, io_err, is_too_long, Counters};
 use crate::parse::{self, Tree};
 use crate::{Core, Listing, Object};
 use std::io;
 use std::sync::Arc;
 
 type Result<T, E = io::Error> = std::result::Result<T, E>;
-
-/// The largest manifest, listing page or Caterva2 list read (a manifest
-/// line is about 100 bytes: some 600,000 objects).
-pub const MAX_DOCUMENT: u64 = 64 << 20;
 
 /// One GET of `url` by the listing client: status and body (retried
 /// after a 5xx or a failure, within the read budget).
@@ -34,22 +30,18 @@ async fn get_retried(core: &Core, url: &str) -> Result<(u16, bytes::Bytes)> {
             .body(object_store::client::HttpRequestBody::empty())
             .map_err(|e| io_err(libc::EINVAL, format!("GET {url}: {e}")))?;
         let once = async {
-            let res = core.client.execute(req).await.map_err(Cut::Failed)?;
+            let res = core.client.execute(req).await?;
             let status = res.status().as_u16();
-            let body = res.into_body().bytes_stream();
-            Ok((status, collect_at_most(body, MAX_DOCUMENT, 0).await?))
+            Ok::<_, object_store::client::HttpError>((status, res.into_body().bytes().await?))
         };
         let e = match tokio::time::timeout(core.opts.timeout, once).await {
             Ok(Ok((s, b))) if s < 500 => return Ok((s, b)),
             Ok(Ok((s, _))) => format!("{s}"),
-            Ok(Err(Cut::Failed(e))) => chain(&e),
-            Ok(Err(Cut::TooLong)) => {
-                let m = format!(
-                    "GET {url}: an answer of more than {} MiB",
-                    MAX_DOCUMENT >> 20
-                );
-                return Err(io_err(libc::EIO, m));
+            // Read no further, and not again.
+            Ok(Err(e)) if is_too_long(&e) => {
+                return Err(io_err(libc::EIO, format!("GET {url}: {}", chain(&e))))
             }
+            Ok(Err(e)) => chain(&e),
             Err(_) => format!("no answer in {:?}", core.opts.timeout),
         };
         if attempt >= core.opts.retries {
@@ -95,6 +87,45 @@ pub async fn crate_list(core: &Core, url: &str, path: &str) -> Result<Vec<String
     }
 }
 
+/// The most entries one directory's listing may have (a listing is held
+/// whole, about 700 bytes an entry in the daemon).
+pub const MAX_ENTRIES: usize = 1 << 22;
+
+/// The pages of one listing: a listing ends, even from a server whose
+/// continuation tokens would lead on for ever.
+#[derive(Default)]
+pub struct Paging {
+    seen: std::collections::HashSet<String>,
+    entries: usize,
+}
+
+impl Paging {
+    /// After a page of `entries` entries whose next-page token is `token`:
+    /// the token to ask with next, `None` at the end; an error past
+    /// [`MAX_ENTRIES`] or at a token seen before (`what` names the listing).
+    pub fn next(
+        &mut self,
+        token: Option<String>,
+        entries: usize,
+        what: &str,
+    ) -> Result<Option<String>> {
+        self.entries += entries;
+        if self.entries > MAX_ENTRIES {
+            let m = format!(
+                "{what}: more than {MAX_ENTRIES} entries, more than one directory may hold"
+            );
+            return Err(io_err(libc::EIO, m));
+        }
+        match token {
+            Some(t) if !self.seen.insert(t.clone()) => {
+                let m = format!("{what}: the server gave the continuation token {t:?} again (its listing would not end)");
+                Err(io_err(libc::EIO, m))
+            }
+            t => Ok(t),
+        }
+    }
+}
+
 /// An S3-style XML listing of `dir` under `base`: at `base` itself, else
 /// at a shorter URL with the rest of the path as the prefix.
 pub async fn xml_list(core: &Core, base: &str, dir: &str) -> Result<Listing> {
@@ -130,6 +161,7 @@ async fn xml_pages(core: &Core, list_url: &str, prefix: &str) -> Result<Listing>
         format!("{prefix}/")
     };
     let mut l = Listing::default();
+    let mut paging = Paging::default();
     let mut token: Option<String> = None;
     loop {
         let mut u = format!(
@@ -149,6 +181,7 @@ async fn xml_pages(core: &Core, list_url: &str, prefix: &str) -> Result<Listing>
         let text = String::from_utf8_lossy(&body);
         let page =
             parse::xml_listing(&text).map_err(|e| io_err(libc::EIO, format!("GET {u}: {e}")))?;
+        let n = page.prefixes.len() + page.objects.len();
         for d in page.prefixes {
             if let Some(name) = d.strip_prefix(&p).map(|s| s.trim_end_matches('/')) {
                 if parse::clean_path(name) {
@@ -169,9 +202,9 @@ async fn xml_pages(core: &Core, list_url: &str, prefix: &str) -> Result<Listing>
                 });
             }
         }
-        match page.next {
-            Some(t) => token = Some(t),
-            None => break,
+        token = paging.next(page.next, n, &format!("list {list_url}/{p}"))?;
+        if token.is_none() {
+            break;
         }
     }
     if !prefix.is_empty() && l.dirs.is_empty() && l.objects.is_empty() {
@@ -181,4 +214,27 @@ async fn xml_pages(core: &Core, list_url: &str, prefix: &str) -> Result<Listing>
         ));
     }
     Ok(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Paging, MAX_ENTRIES};
+
+    #[test]
+    fn a_listing_ends_at_a_token_seen_before_or_past_the_entry_bound() {
+        let mut p = Paging::default();
+        let next = |p: &mut Paging, t: &str, n| p.next(Some(t.to_string()), n, "list x");
+        assert_eq!(next(&mut p, "a", 1000).unwrap().as_deref(), Some("a"));
+        assert_eq!(next(&mut p, "b", 1000).unwrap().as_deref(), Some("b"));
+        let e = next(&mut p, "a", 1000).unwrap_err().to_string();
+        assert!(e.contains("\"a\" again"), "{e}");
+        let mut p = Paging::default();
+        assert_eq!(p.next(None, MAX_ENTRIES, "list x").unwrap(), None);
+        let mut p = Paging::default();
+        for i in 0..MAX_ENTRIES / 1000 {
+            next(&mut p, &i.to_string(), 1000).unwrap();
+        }
+        let e = next(&mut p, "last", 1000).unwrap_err().to_string();
+        assert!(e.contains("more than"), "{e}");
+    }
 }
