@@ -140,3 +140,62 @@ fn a_listing_that_expires_while_probed_is_fetched_once() {
     );
     m.unmount();
 }
+
+/// A directory of more than a listing page (6,000 objects, 6 pages): a
+/// lookup asks for its first page and then only for the names sharing the
+/// looked-up name's start (`m` for `m.npy`: every source name it may
+/// have), not for every page; a later lookup in it, for its names alone.
+/// Names follow the rules of a whole listing (two containers wanting one
+/// name both keep theirs), and `ls` still lists every entry.
+#[test]
+fn a_lookup_in_a_large_directory_lists_only_the_names_it_needs() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..6000 {
+        std::fs::write(big.join(format!("f{i:05}")), b"plain").unwrap();
+    }
+    let frame = "frame/blocks-lz4.b2frame";
+    copy(&fixture("b2nd/array1-2d.b2nd"), &big.join("m.b2nd"));
+    copy(&fixture(frame), &big.join("t.b2frame"));
+    copy(&fixture(frame), &big.join("y.b2"));
+    copy(&fixture(frame), &big.join("y.b2frame"));
+    moto.mkbucket("large");
+    moto.upload("large", "p", dir.path());
+    let r = Remote::s3(&moto, "large", "p");
+    let mut m = r.mount(&["xattr", "metadata_ttl=60"]);
+    let lists = |m: &RemoteMount| stats(m)["remote_lists"];
+
+    let before = lists(&m);
+    let got = std::fs::read(m.path("big/m.npy")).unwrap();
+    assert!(got == reference_bytes("b2nd/array1-2d.b2nd"));
+    // The root's listing, big/'s first page, then big/chunks* (is big/ a
+    // sparse frame?) and big/m*; listing big/ whole would take 6.
+    assert!(
+        lists(&m) - before <= 4,
+        "a lookup in a 6-page directory: {} listings",
+        lists(&m) - before
+    );
+    let before = lists(&m);
+    let got = std::fs::read(m.path("big/t")).unwrap();
+    assert!(got == reference_bytes(frame));
+    assert!(std::fs::metadata(m.path("big/f01234")).unwrap().is_file());
+    assert!(
+        std::fs::metadata(m.path("big/y")).is_err(),
+        "two containers want `y`"
+    );
+    assert!(std::fs::metadata(m.path("big/y.b2")).is_ok());
+    assert!(std::fs::metadata(m.path("big/missing")).is_err());
+    assert!(
+        lists(&m) - before <= 5,
+        "five lookups in a known big directory: {} listings",
+        lists(&m) - before
+    );
+    let names = std::fs::read_dir(m.path("big")).unwrap().count();
+    assert_eq!(names, 6004);
+    m.unmount();
+}

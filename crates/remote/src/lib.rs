@@ -52,6 +52,9 @@
 //! - A sequential scan starts a read-ahead window (parts of 1.125 MiB
 //!   doubling to 8 MiB, at most half the span cache ahead of the reader):
 //!   a scan of N bytes costs about N / 8 MiB GETs. A jump aborts it.
+//! - [`Remote::list_start`]: one request for the names of a directory
+//!   starting with a text (S3, when a page holds them), so that a lookup
+//!   in a prefix of a million keys is not a thousand requests.
 //! - [`Remote::stat`] of an object: one GET of its last 256 KiB (its size,
 //!   ETag and mtime come with it), kept in the span cache for the open
 //!   after it; the open then costs one more GET (the head). A directory
@@ -217,6 +220,14 @@ impl Remote {
     /// slashes at the ends).
     pub fn list(&self, dir: &str) -> std::io::Result<Listing> {
         self.counted(list::list(&self.0, dir))
+    }
+
+    /// The entries of `dir` whose names start with `start`, from one
+    /// listing request where the store can answer so (S3, when one page
+    /// holds them); `None` where `dir` must be listed whole. A lookup of a
+    /// name in a directory of a million objects costs one request.
+    pub fn list_start(&self, dir: &str, start: &str) -> std::io::Result<Option<Listing>> {
+        self.counted(list::list_start(&self.0, dir, start))
     }
 
     /// What `key` ("" = the location itself) is: a directory (a prefix with

@@ -8,7 +8,7 @@ use crate::requests::{crate_list, manifest, xml_list, Paging};
 use crate::spans::PAGE;
 use crate::{version_of, Core, Entry, Listing, Object};
 use futures::StreamExt;
-use object_store::list::{PaginatedListOptions, PaginatedListStore};
+use object_store::list::{PaginatedListOptions, PaginatedListResult, PaginatedListStore};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange};
 use std::io;
@@ -212,30 +212,9 @@ async fn s3_list(
     let mut paging = Paging::default();
     let mut token = None;
     loop {
-        let opts = PaginatedListOptions {
-            delimiter: Some("/".into()),
-            page_token: token,
-            ..Default::default()
-        };
-        let page = pages
-            .list_paginated(prefix.as_deref(), opts)
-            .await
-            .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))?;
-        let r = page.result;
-        let n = r.common_prefixes.len() + r.objects.len();
-        for p in r.common_prefixes {
-            l.dirs.push(decoded(p.filename().unwrap_or_default()));
-        }
-        for m in r.objects {
-            let name = decoded(m.location.filename().unwrap_or_default());
-            let mtime = Some(m.last_modified.into());
-            l.objects.push(Object {
-                key: name,
-                len: m.size,
-                etag: m.e_tag,
-                mtime,
-            });
-        }
+        let page = s3_page(pages, prefix.as_deref(), token, &what).await?;
+        let n = page.result.common_prefixes.len() + page.result.objects.len();
+        add_page(&mut l, page.result);
         token = paging.next(page.page_token, n, &what)?;
         if token.is_none() {
             break;
@@ -248,6 +227,69 @@ async fn s3_list(
         ));
     }
     Ok(l)
+}
+
+/// The entries of `dir` whose names start with `start` (no `/` in it;
+/// empty: all of them), if one request can tell: an S3 store, and one page
+/// of such names (`None` otherwise: list `dir` whole).
+pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Listing>> {
+    let Backend::S3 { prefix, pages } = &core.backend else {
+        return Ok(None);
+    };
+    if start.contains('/') || !dir.is_empty() && !parse::clean_path(dir) {
+        return Ok(None);
+    }
+    let what = format!("list {}/{dir}/{start}*", core.loc);
+    // As object_store names keys, and the prefix of a directory.
+    let full = join(prefix, dir);
+    let keys = match (full.is_empty(), start.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(format!("{}/", Path::from(full).as_ref())),
+        (_, false) => Some(Path::from(join(&full, start)).as_ref().to_string()),
+    };
+    let page = block_on(s3_page(pages, keys.as_deref(), None, &what))?;
+    if page.page_token.is_some() {
+        return Ok(None);
+    }
+    let mut l = Listing::default();
+    add_page(&mut l, page.result);
+    l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
+    Ok(Some(l))
+}
+
+/// One page of an S3 listing by `/` of the keys starting with `prefix`.
+async fn s3_page(
+    pages: &Arc<dyn PaginatedListStore>,
+    prefix: Option<&str>,
+    token: Option<String>,
+    what: &str,
+) -> Result<PaginatedListResult> {
+    let opts = PaginatedListOptions {
+        delimiter: Some("/".into()),
+        page_token: token,
+        ..Default::default()
+    };
+    pages
+        .list_paginated(prefix, opts)
+        .await
+        .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))
+}
+
+/// The directories and objects of a page, by their names.
+fn add_page(l: &mut Listing, r: object_store::ListResult) {
+    for p in r.common_prefixes {
+        l.dirs.push(decoded(p.filename().unwrap_or_default()));
+    }
+    for m in r.objects {
+        let name = decoded(m.location.filename().unwrap_or_default());
+        let mtime = Some(m.last_modified.into());
+        l.objects.push(Object {
+            key: name,
+            len: m.size,
+            etag: m.e_tag,
+            mtime,
+        });
+    }
 }
 
 fn decoded(part: &str) -> String {

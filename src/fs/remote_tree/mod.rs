@@ -6,12 +6,14 @@
 //! replaced object is seen (with a new inode: handles opened on the old
 //! version fail, new opens read the new one).
 
+mod files;
+
 use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
 use super::Statfs;
 use blosc_decode::container::{Container, Env};
-use blosc_decode::detect::{self, FrameFiles, Probe};
-use blosc_decode::io::Source;
-use bloscfs_remote::{Entry, Object, Remote, RemoteObject};
+use blosc_decode::detect::{self, Probe};
+use bloscfs_remote::{Entry, Listing, Object, Remote};
+use files::{RemoteFrame, RemoteRaw};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -52,8 +54,15 @@ pub struct RemoteTree {
     /// key under one that the listing did not show is not there (no
     /// request to learn it).
     listed: Mutex<HashMap<String, (Instant, u64)>>,
-    /// One listing of a directory at a time: the threads probing a
-    /// directory's entries all miss at once when its listing expires.
+    /// Directories of which only the names starting with some text were
+    /// listed (a lookup in a directory never listed whole), by (directory,
+    /// text), and when: a key under one that it did not show is not there.
+    started: Mutex<HashMap<(String, String), Instant>>,
+    /// Directories of more than one listing page (at most [`PRUNE_AT`]).
+    big: Mutex<std::collections::HashSet<String>>,
+    /// One listing of a directory (or of its names starting with a text)
+    /// at a time: the threads probing a directory's entries all miss at
+    /// once when its listing expires.
     listing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Directories and objects are shown as the mounting user's.
     uid: u32,
@@ -74,6 +83,8 @@ impl RemoteTree {
             ttl,
             seen: Mutex::new(HashMap::new()),
             listed: Mutex::new(HashMap::new()),
+            started: Mutex::new(HashMap::new()),
+            big: Mutex::default(),
             listing: Mutex::new(HashMap::new()),
             // SAFETY: getuid and getgid cannot fail and touch no memory.
             uid: unsafe { libc::getuid() },
@@ -116,6 +127,7 @@ impl RemoteTree {
             seen.retain(|_, s| s.at.elapsed() < ttl);
             drop(seen);
             self.listed.lock().retain(|_, (t, _)| t.elapsed() < ttl);
+            self.started.lock().retain(|_, t| t.elapsed() < ttl);
         }
     }
 
@@ -139,14 +151,14 @@ impl RemoteTree {
         }
     }
 
+    /// The gate of listings of `what`: one at a time.
+    fn gate(&self, what: String) -> Arc<Mutex<()>> {
+        self.listing.lock().entry(what).or_default().clone()
+    }
+
     /// List `dir` unless another thread did while this one waited for it.
     fn relist(&self, dir: &str) -> std::io::Result<()> {
-        let gate = self
-            .listing
-            .lock()
-            .entry(dir.to_string())
-            .or_default()
-            .clone();
+        let gate = self.gate(dir.to_string());
         let _one = gate.lock();
         if !self.listed_fresh(dir) {
             self.list_key(dir)?;
@@ -154,28 +166,108 @@ impl RemoteTree {
         Ok(())
     }
 
+    /// List what a lookup in `dir` of a name starting with `start` needs:
+    /// `dir` whole if it was listed whole before (it is being walked) or
+    /// fits one listing page; else only the names starting with `start`
+    /// (one request, not one a thousand entries).
+    fn list_for(&self, dir: &str, start: Option<&str>) -> std::io::Result<()> {
+        let Some(start) = start else {
+            return self.relist(dir);
+        };
+        if self.listed.lock().contains_key(dir) {
+            return self.relist(dir);
+        }
+        if !self.big.lock().contains(dir) && self.relist_page(dir)? {
+            return Ok(());
+        }
+        if self.relist_start(dir, start)? {
+            return Ok(());
+        }
+        self.relist(dir)
+    }
+
+    /// List `dir` whole if one page holds it (unless another thread did):
+    /// false, and `dir` known to be big, if it does not.
+    fn relist_page(&self, dir: &str) -> std::io::Result<bool> {
+        let gate = self.gate(dir.to_string());
+        let _one = gate.lock();
+        if self.listed_fresh(dir) {
+            return Ok(true);
+        }
+        let started = Instant::now();
+        let Some(listing) = self.remote.list_start(dir, "").map_err(os_err)? else {
+            let mut big = self.big.lock();
+            if big.len() >= PRUNE_AT {
+                big.clear();
+            }
+            big.insert(dir.to_string());
+            return Ok(false);
+        };
+        self.listed_whole(dir, listing, started);
+        Ok(true)
+    }
+
+    /// When the listing of the names of `dir` starting with `start` still
+    /// trusted started.
+    fn started_since(&self, dir: &str, start: &str) -> Option<Instant> {
+        let key = (dir.to_string(), start.to_string());
+        self.started
+            .lock()
+            .get(&key)
+            .filter(|t| t.elapsed() < self.ttl)
+            .copied()
+    }
+
+    /// List the names of `dir` starting with `start`, unless another thread
+    /// did: false if the store cannot tell them apart from the rest (list
+    /// `dir` whole then).
+    fn relist_start(&self, dir: &str, start: &str) -> std::io::Result<bool> {
+        let gate = self.gate(format!("{dir}\n{start}"));
+        let _one = gate.lock();
+        if self.started_since(dir, start).is_some() {
+            return Ok(true);
+        }
+        let at = Instant::now();
+        let Some(listing) = self.remote.list_start(dir, start).map_err(os_err)? else {
+            return Ok(false);
+        };
+        let n = self.remember_listing(dir, listing).len();
+        let key = (dir.to_string(), start.to_string());
+        self.started.lock().insert(key, at);
+        self.prune(n);
+        Ok(true)
+    }
+
     /// Forget what listings said of `key` and its directory.
     fn forget(&self, key: &str) {
         self.seen.lock().remove(key);
         let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
         self.listed.lock().remove(parent);
+        self.started.lock().retain(|(dir, _), _| dir != parent);
     }
 
     /// What `key` is: from a listing younger than the TTL; else from a
     /// fresh listing of its directory (one request answers a lookup's
-    /// every candidate name, and a directory's every entry); else asked.
+    /// every candidate name, and a directory's every entry) or, in a
+    /// directory never listed whole, of the names sharing its name's start
+    /// (up to its first `.`: every candidate name of one lookup); else
+    /// asked.
     fn node(&self, key: &str) -> std::io::Result<Node> {
         if key.is_empty() {
             return Ok(Node::Dir);
         }
-        let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
+        let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+        let start = name.split('.').next().filter(|s| !s.is_empty());
         for attempt in 0..2 {
             if let Some(s) = self.seen.lock().get(key) {
                 if s.at.elapsed() < self.ttl {
                     return Ok(s.node.clone());
                 }
             }
-            if let Some(since) = self.listed_since(parent) {
+            let since = self
+                .listed_since(parent)
+                .or_else(|| self.started_since(parent, start?));
+            if let Some(since) = since {
                 // What that listing said, even if it was made between the
                 // look above and this one (by another thread).
                 return match self.seen.lock().get(key) {
@@ -183,7 +275,7 @@ impl RemoteTree {
                     _ => Err(enoent()),
                 };
             }
-            if attempt == 0 && self.relist(parent).is_err() {
+            if attempt == 0 && self.list_for(parent, start).is_err() {
                 break;
             }
         }
@@ -246,12 +338,27 @@ impl RemoteTree {
     fn list_key(&self, key: &str) -> std::io::Result<Vec<OsString>> {
         let started = Instant::now();
         let listing = self.remote.list(key).map_err(os_err)?;
+        Ok(self.listed_whole(key, listing, started))
+    }
+
+    /// Remember `listing`, all of directory `key` (made from `started`
+    /// on): the names in it.
+    fn listed_whole(&self, key: &str, listing: Listing, started: Instant) -> Vec<OsString> {
+        let blocks = listing.objects.iter().map(|o| o.len.div_ceil(512)).sum();
+        let names = self.remember_listing(key, listing);
+        (self.listed.lock()).insert(key.to_string(), (started, blocks));
+        self.prune(names.len());
+        names
+    }
+
+    /// Remember what `listing` of directory `key` says of each entry: their
+    /// names.
+    fn remember_listing(&self, key: &str, listing: Listing) -> Vec<OsString> {
         let child = |name: &str| match key {
             "" => name.to_string(),
             k => format!("{k}/{name}"),
         };
         let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
-        let blocks = listing.objects.iter().map(|o| o.len.div_ceil(512)).sum();
         for d in listing.dirs {
             self.remember(child(&d), Node::Dir);
             names.push(OsString::from(d));
@@ -268,9 +375,7 @@ impl RemoteTree {
             self.remember(child(&name), Node::Object(o));
             names.push(OsString::from(name));
         }
-        (self.listed.lock()).insert(key.to_string(), (started, blocks));
-        self.prune(names.len());
-        Ok(names)
+        names
     }
 
     /// The files of the sparse frame under `key`: one listing of its prefix.
@@ -473,95 +578,5 @@ impl SourceTree for RemoteTree {
     fn listing_workers(&self, entries: usize) -> usize {
         // Each probe waits for a round trip: many at once.
         entries.div_ceil(4).clamp(1, 32)
-    }
-}
-
-/// A plain object read as raw bytes (the version listed when it was opened).
-struct RemoteRaw {
-    obj: Arc<RemoteObject>,
-    meta: Meta,
-}
-
-impl RawFile for RemoteRaw {
-    fn meta(&self) -> std::io::Result<Meta> {
-        Ok(self.meta.clone())
-    }
-
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let len = self.obj.len();
-        if offset >= len {
-            return Ok(0);
-        }
-        let n = ((len - offset) as usize).min(buf.len());
-        self.obj
-            .read_exact_at(offset, &mut buf[..n])
-            .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
-        Ok(n)
-    }
-
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
-        let len = self.obj.len() as i64;
-        match whence {
-            libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
-            libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
-            libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
-            libc::SEEK_SET if offset >= 0 => Ok(offset),
-            libc::SEEK_END => len
-                .checked_add(offset)
-                .filter(|&o| o >= 0)
-                .ok_or(libc::EINVAL),
-            _ => Err(libc::EINVAL),
-        }
-    }
-}
-
-/// A sparse frame's files under an object-store prefix.
-struct RemoteFrame {
-    path: PathBuf,
-    remote: Remote,
-    /// Its objects by name.
-    objects: HashMap<String, Object>,
-}
-
-impl FrameFiles for RemoteFrame {
-    fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn entries(&self) -> u64 {
-        self.objects.len() as u64
-    }
-
-    fn index(&self) -> blosc_decode::Result<Arc<dyn Source>> {
-        let o = self
-            .objects
-            .get(SFRAME_INDEX)
-            .ok_or_else(|| blosc_decode::Error::io(libc::ENOENT, "chunks.b2frame is missing"))?;
-        let src = self.remote.open(o);
-        src.prefetch_open()?;
-        Ok(src)
-    }
-
-    fn chunk(&self, name: &str) -> Arc<dyn Source> {
-        match self.objects.get(name) {
-            Some(o) => self.remote.open(o),
-            None => Arc::new(Missing(name.to_string())),
-        }
-    }
-}
-
-/// A chunk object that is not there: its reads fail.
-struct Missing(String);
-
-impl Source for Missing {
-    fn len(&self) -> u64 {
-        0
-    }
-
-    fn read_exact_at(&self, _offset: u64, _buf: &mut [u8]) -> blosc_decode::Result<()> {
-        Err(blosc_decode::Error::io(
-            libc::EIO,
-            format!("chunk file {} is missing", self.0),
-        ))
     }
 }

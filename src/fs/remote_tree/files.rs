@@ -1,0 +1,101 @@
+//! The files of a remote tree: a plain object read as raw bytes, and the
+//! files of a sparse frame under a prefix.
+
+use super::SFRAME_INDEX;
+use crate::fs::source_tree::{Meta, RawFile};
+use blosc_decode::detect::FrameFiles;
+use blosc_decode::io::Source;
+use bloscfs_remote::{Object, Remote, RemoteObject};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A plain object read as raw bytes (the version listed when it was opened).
+pub(super) struct RemoteRaw {
+    pub obj: Arc<RemoteObject>,
+    pub meta: Meta,
+}
+
+impl RawFile for RemoteRaw {
+    fn meta(&self) -> std::io::Result<Meta> {
+        Ok(self.meta.clone())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let len = self.obj.len();
+        if offset >= len {
+            return Ok(0);
+        }
+        let n = ((len - offset) as usize).min(buf.len());
+        self.obj
+            .read_exact_at(offset, &mut buf[..n])
+            .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
+        Ok(n)
+    }
+
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+        let len = self.obj.len() as i64;
+        match whence {
+            libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
+            libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
+            libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
+            libc::SEEK_SET if offset >= 0 => Ok(offset),
+            libc::SEEK_END => len
+                .checked_add(offset)
+                .filter(|&o| o >= 0)
+                .ok_or(libc::EINVAL),
+            _ => Err(libc::EINVAL),
+        }
+    }
+}
+
+/// A sparse frame's files under an object-store prefix.
+pub(super) struct RemoteFrame {
+    pub path: PathBuf,
+    pub remote: Remote,
+    /// Its objects by name.
+    pub objects: HashMap<String, Object>,
+}
+
+impl FrameFiles for RemoteFrame {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn entries(&self) -> u64 {
+        self.objects.len() as u64
+    }
+
+    fn index(&self) -> blosc_decode::Result<Arc<dyn Source>> {
+        let o = self
+            .objects
+            .get(SFRAME_INDEX)
+            .ok_or_else(|| blosc_decode::Error::io(libc::ENOENT, "chunks.b2frame is missing"))?;
+        let src = self.remote.open(o);
+        src.prefetch_open()?;
+        Ok(src)
+    }
+
+    fn chunk(&self, name: &str) -> Arc<dyn Source> {
+        match self.objects.get(name) {
+            Some(o) => self.remote.open(o),
+            None => Arc::new(Missing(name.to_string())),
+        }
+    }
+}
+
+/// A chunk object that is not there: its reads fail.
+struct Missing(String);
+
+impl Source for Missing {
+    fn len(&self) -> u64 {
+        0
+    }
+
+    fn read_exact_at(&self, _offset: u64, _buf: &mut [u8]) -> blosc_decode::Result<()> {
+        Err(blosc_decode::Error::io(
+            libc::EIO,
+            format!("chunk file {} is missing", self.0),
+        ))
+    }
+}
