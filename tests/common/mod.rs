@@ -29,6 +29,19 @@ pub fn bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bloscfs")))
 }
 
+/// A `PATH` that finds the binary under test as `bloscfs` first (a link in
+/// a directory made in `dir`): `mount.fuse3` runs `bloscfs` from `PATH`.
+pub fn path_with_bin(dir: &Path) -> String {
+    let bin_dir = dir.join("bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(bin(), bin_dir.join("bloscfs")).unwrap();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// Whether /dev/fuse and fusermount3 are there, for the mount tests: in CI
 /// (CI set) their absence is a failure; elsewhere the tests are skipped with
 /// a message.

@@ -483,14 +483,7 @@ fn mount_fuse3_helper_passes_fstab_options() {
     let m = Mount::prepare();
     // mount.fuse3 (what mount(8) runs for fuse.* types) runs `bloscfs` from
     // PATH: a directory holding a link to the binary under test goes first.
-    let bin_dir = m.dir.path().join("bin");
-    std::fs::create_dir(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(bin(), bin_dir.join("bloscfs")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_bin(m.dir.path());
     // Options as an fstab line gives them; mount.fuse3 adds dev,suid.
     let o = Command::new("mount.fuse3")
         .arg(m.src())

@@ -35,6 +35,17 @@ fn cat_reads_exact(r: &Remote, fx: &[Fx]) {
     }
 }
 
+/// Each fixture read through the mount at `mp` is what the library reads.
+fn mount_reads_exact(mp: &Path, fx: &[Fx]) {
+    for f in fx {
+        let got = std::fs::read(mp.join(f.presented()))
+            .unwrap_or_else(|e| panic!("{}: {e}", f.presented()));
+        let want = reference_bytes(&f.rel);
+        let diff = || first_diff(&want, &got);
+        assert!(got == want, "{}: {}", f.presented(), diff());
+    }
+}
+
 /// `cat` fails within the time of a request and its retries, saying why.
 fn refused(r: &Remote, rel: &str, why: &str) {
     let o = r.cat(rel, None, &[]);
@@ -95,17 +106,7 @@ fn https_is_read_with_the_authority_named_by_ca_file_and_refused_without_it() {
         return;
     }
     let mut m = trusted.mount(&[MANIFEST]);
-    for f in &fx {
-        let got = std::fs::read(m.path(&f.presented()))
-            .unwrap_or_else(|e| panic!("{}: {e}\n{}", f.presented(), m.log()));
-        let want = reference_bytes(&f.rel);
-        assert!(
-            got == want,
-            "{}: {}",
-            f.presented(),
-            first_diff(&want, &got)
-        );
-    }
+    mount_reads_exact(&m.mp(), &fx);
     m.unmount();
 }
 
@@ -152,14 +153,7 @@ fn s3_over_https_mounted_by_mount_fuse3_with_relative_files() {
     std::fs::create_dir(&work).unwrap();
     std::fs::create_dir(&mp).unwrap();
     std::fs::copy(tls.ca(), work.join("ca.pem")).unwrap();
-    let bin_dir = d.path().join("bin");
-    std::fs::create_dir(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(bin(), bin_dir.join("bloscfs")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_bin(d.path());
     let opts = format!(
         "ro,_netdev,nofail,endpoint={},region=us-east-1,ca_file=ca.pem,logfile=bloscfs.log",
         moto.endpoint()
@@ -186,16 +180,7 @@ fn s3_over_https_mounted_by_mount_fuse3_with_relative_files() {
     }
     let _u = Unmount(&mp);
     assert!(is_mounted(&mp));
-    for f in &fx {
-        let got = std::fs::read(mp.join(f.presented())).unwrap();
-        let want = reference_bytes(&f.rel);
-        assert!(
-            got == want,
-            "{}: {}",
-            f.presented(),
-            first_diff(&want, &got)
-        );
-    }
+    mount_reads_exact(&mp, &fx);
     assert!(
         work.join("bloscfs.log").is_file(),
         "the log is not where -o logfile=bloscfs.log named it, from the daemon's start directory"
