@@ -4,12 +4,12 @@
 //! `Content-Range` other than the one asked for, and retries connection
 //! failures and 5xx answers itself (bounded by `RetryConfig`). On top of
 //! that, this checks what it does not: the object's ETag and total length
-//! (`Content-Range`) against the pinned ones, and the body's length (read
-//! no further than the range: a body that goes on is refused); and
-//! retries a body that breaks off mid-way. Every attempt runs under one
+//! (`Content-Range`) against the pinned ones, and the body's length (the
+//! client reads it no further than the range: a body that goes on is
+//! refused); and retries a body that breaks off mid-way. Every attempt runs under one
 //! deadline, so a read fails in bounded time.
 
-use crate::net::{chain, collect_at_most, is_timeout, Counters, Cut};
+use crate::net::{chain, is_timeout, is_too_long, Counters};
 use crate::Object;
 use bytes::Bytes;
 use object_store::path::Path;
@@ -198,14 +198,12 @@ impl Fetcher {
         })?;
         let meta = res.meta.clone();
         let want = res.range.end - res.range.start;
-        let data = match collect_at_most(res.into_stream(), want, want).await {
-            Ok(d) => d,
-            Err(Cut::Failed(e)) => return Err((classify(e), true)),
-            Err(Cut::TooLong) => {
-                let m = format!("the answer goes on past the {want} bytes of its range");
-                return Err((FetchError::Io(libc::EIO, m), false));
-            }
-        };
+        // A body longer than its range is cut off by the client (never
+        // read further, not asked for again).
+        let data = res.bytes().await.map_err(|e| {
+            let again = !is_too_long(&e);
+            (classify(e), again)
+        })?;
         if data.len() as u64 != want {
             let m = format!("the answer broke off after {} of {want} bytes", data.len());
             return Err((FetchError::Io(libc::EIO, m), true));

@@ -108,15 +108,16 @@ impl Counting {
             session,
         })
     }
-    /// Send a request (counted). The body of an answer to a request that
-    /// is not for a byte range is read no further than [`MAX_DOCUMENT`].
+    /// Send a request (counted). The body of its answer is read no
+    /// further than what was asked: the range's length, or
+    /// [`MAX_DOCUMENT`] for a request that is not for a range. A server
+    /// that sends more, or an endless body, costs what was asked.
     pub async fn execute(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
-        let ranged = req.headers().contains_key(http::header::RANGE);
+        let bound = asked(&req);
         let res = self.send(req).await?;
-        Ok(if ranged {
-            res
-        } else {
-            at_most(res, MAX_DOCUMENT)
+        Ok(match bound {
+            Some(max) => at_most(res, max),
+            None => res,
         })
     }
 
@@ -246,7 +247,7 @@ pub struct TooLong(pub u64);
 
 impl std::fmt::Display for TooLong {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "an answer of more than {} MiB", self.0 >> 20)
+        write!(f, "an answer of more than the {} bytes asked for", self.0)
     }
 }
 
@@ -280,85 +281,40 @@ pub fn is_too_long(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// Why [`collect_at_most`] stopped.
-#[derive(Debug)]
-pub enum Cut<E> {
-    /// The body went on past the bound.
-    TooLong,
-    /// The body failed.
-    Failed(E),
-}
-
-/// A body gathered into one buffer, read no further than one byte past
-/// `max`: a server that sends more than it was asked for, or an endless
-/// body, costs what was asked, not what it sends. `reserve` is the size
-/// expected (at most `max`).
-pub async fn collect_at_most<S, E>(
-    mut body: S,
-    max: u64,
-    reserve: u64,
-) -> Result<bytes::Bytes, Cut<E>>
-where
-    S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
-{
-    use futures::StreamExt;
-    let mut first: Option<bytes::Bytes> = None;
-    let mut buf = Vec::new();
-    let mut total = 0u64;
-    while let Some(part) = body.next().await {
-        let part = part.map_err(Cut::Failed)?;
-        total += part.len() as u64;
-        if total > max {
-            return Err(Cut::TooLong);
-        }
-        if buf.is_empty() && first.is_none() {
-            first = Some(part);
-            continue;
-        }
-        if let Some(f) = first.take() {
-            buf.reserve_exact(reserve.min(max) as usize);
-            buf.extend_from_slice(&f);
-        }
-        buf.extend_from_slice(&part);
+/// The most bytes an answer to `req` may have: the length of the range it
+/// asks for (`bytes=A-B` or `bytes=-N`), else [`MAX_DOCUMENT`] (a range
+/// open at its end is not bounded).
+fn asked(req: &HttpRequest) -> Option<u64> {
+    let Some(range) = req.headers().get(http::header::RANGE) else {
+        return Some(MAX_DOCUMENT);
+    };
+    let r = range.to_str().ok()?.strip_prefix("bytes=")?;
+    let (a, b) = r.split_once('-')?;
+    match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(a), Ok(b)) if a <= b => Some(b - a + 1),
+        (Err(_), Ok(n)) if a.is_empty() => Some(n),
+        _ => None,
     }
-    Ok(first.unwrap_or_else(|| buf.into()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{block_on, collect_at_most, Cut};
-    use bytes::Bytes;
+    use super::{asked, MAX_DOCUMENT};
 
-    fn parts(sizes: &[usize]) -> Vec<Result<Bytes, &'static str>> {
-        sizes
-            .iter()
-            .map(|&n| Ok(Bytes::from(vec![7u8; n])))
-            .collect()
-    }
-
-    fn collect(
-        body: Vec<Result<Bytes, &'static str>>,
-        max: u64,
-    ) -> Result<Bytes, Cut<&'static str>> {
-        block_on(collect_at_most(futures::stream::iter(body), max, max))
+    fn ranged(r: Option<&str>) -> Option<u64> {
+        let mut req = http::Request::get("http://h/x");
+        if let Some(r) = r {
+            req = req.header("range", r);
+        }
+        asked(&req.body(super::HttpRequestBody::empty()).unwrap())
     }
 
     #[test]
-    fn a_body_is_gathered_up_to_its_bound_and_refused_past_it() {
-        assert_eq!(collect(parts(&[]), 10).unwrap().len(), 0);
-        let one = Bytes::from(vec![1u8; 10]);
-        let got = collect(vec![Ok(one.clone())], 10).unwrap();
-        assert_eq!(got.as_ptr(), one.as_ptr(), "one part is not copied");
-        assert_eq!(collect(parts(&[4, 3, 3]), 10).unwrap(), vec![7u8; 10]);
-        assert!(matches!(collect(parts(&[4, 3, 4]), 10), Err(Cut::TooLong)));
-        assert!(matches!(collect(parts(&[11]), 10), Err(Cut::TooLong)));
-        // Parts past the one that crosses the bound are never asked for.
-        let endless =
-            futures::stream::repeat_with(|| Ok::<_, &str>(Bytes::from(vec![0u8; 1 << 20])));
-        let r = block_on(collect_at_most(endless, 8 << 20, 0));
-        assert!(matches!(r, Err(Cut::TooLong)));
-        let mut failing = parts(&[4]);
-        failing.push(Err("reset"));
-        assert!(matches!(collect(failing, 10), Err(Cut::Failed("reset"))));
+    fn an_answer_is_bounded_by_what_was_asked() {
+        assert_eq!(ranged(Some("bytes=100-199")), Some(100));
+        assert_eq!(ranged(Some("bytes=-4096")), Some(4096));
+        assert_eq!(ranged(None), Some(MAX_DOCUMENT));
+        assert_eq!(ranged(Some("bytes=100-")), None);
+        assert_eq!(ranged(Some("bytes=9-1")), None);
     }
 }
