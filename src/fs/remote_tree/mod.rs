@@ -132,7 +132,7 @@ impl RemoteTree {
     }
 
     fn listed_fresh(&self, dir: &str) -> bool {
-        self.listed_blocks(dir).is_some()
+        self.listed_since(dir).is_some()
     }
 
     /// When the listing of `dir` still trusted started.
@@ -151,9 +151,15 @@ impl RemoteTree {
         }
     }
 
-    /// The gate of listings of `what`: one at a time.
+    /// The gate of listings of `what`: one at a time. (Gates no thread
+    /// holds go once there are many: a lookup of each of a million names
+    /// makes one each.)
     fn gate(&self, what: String) -> Arc<Mutex<()>> {
-        self.listing.lock().entry(what).or_default().clone()
+        let mut gates = self.listing.lock();
+        if gates.len() >= PRUNE_AT {
+            gates.retain(|_, g| Arc::strong_count(g) > 1);
+        }
+        gates.entry(what).or_default().clone()
     }
 
     /// List `dir` unless another thread did while this one waited for it.
@@ -233,7 +239,12 @@ impl RemoteTree {
         };
         let n = self.remember_listing(dir, listing).len();
         let key = (dir.to_string(), start.to_string());
-        self.started.lock().insert(key, at);
+        let mut started = self.started.lock();
+        if started.len() >= PRUNE_AT {
+            started.retain(|_, t| t.elapsed() < self.ttl);
+        }
+        started.insert(key, at);
+        drop(started);
         self.prune(n);
         Ok(true)
     }
