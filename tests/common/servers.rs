@@ -124,29 +124,6 @@ impl Server {
         }
     }
 
-    /// Wait (at most 60 s, else fail) until the port takes connections
-    /// (an HTTPS server: a plain request would not be answered).
-    fn wait_listening(&mut self) {
-        let t = Instant::now();
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!(
-                    "{} exited ({st}) before listening:\n{}",
-                    self.what,
-                    self.log()
-                );
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "{} did not listen on port {} within 60 s:\n{}",
-                self.what,
-                self.port,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
     /// The server's output so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
@@ -154,8 +131,18 @@ impl Server {
 
     /// Wait (at most 60 s, else fail) until `GET path` answers with any status.
     fn wait_ready(&mut self, path: &str) {
+        self.wait_until(|port| http(port, "GET", path, &[]).is_ok());
+    }
+
+    /// Wait (at most 60 s, else fail) until the port takes connections
+    /// (an HTTPS server: a plain request would not be answered).
+    fn wait_listening(&mut self) {
+        self.wait_until(|port| TcpStream::connect(("127.0.0.1", port)).is_ok());
+    }
+
+    fn wait_until(&mut self, ready: impl Fn(u16) -> bool) {
         let t = Instant::now();
-        while http(self.port, "GET", path, &[]).is_err() {
+        while !ready(self.port) {
             if let Ok(Some(st)) = self.child.try_wait() {
                 panic!(
                     "{} exited ({st}) before serving:\n{}",
