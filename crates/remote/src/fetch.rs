@@ -6,8 +6,8 @@
 //! that, this checks what it does not: the object's ETag and total length
 //! (`Content-Range`) against the pinned ones, and the body's length (the
 //! client reads it no further than the range: a body that goes on is
-//! refused); and retries a body that breaks off mid-way. Every attempt runs under one
-//! deadline, so a read fails in bounded time.
+//! refused); and retries a body that breaks off mid-way. Every attempt
+//! runs under one deadline, so a read fails in bounded time.
 
 use crate::net::{chain, is_timeout, is_too_long, Counters};
 use crate::Object;

@@ -206,8 +206,7 @@ async fn s3_list(
     dir: &str,
 ) -> Result<Listing> {
     let what = format!("list {}/{dir}", core.loc);
-    // As object_store names the prefix of a directory.
-    let prefix = (!full.is_empty()).then(|| format!("{}/", Path::from(full).as_ref()));
+    let prefix = s3_prefix(full, "");
     let mut l = Listing::default();
     let mut paging = Paging::default();
     let mut token = None;
@@ -240,13 +239,7 @@ pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Lis
         return Ok(None);
     }
     let what = format!("list {}/{dir}/{start}*", core.loc);
-    // As object_store names keys, and the prefix of a directory.
-    let full = join(prefix, dir);
-    let keys = match (full.is_empty(), start.is_empty()) {
-        (true, true) => None,
-        (false, true) => Some(format!("{}/", Path::from(full).as_ref())),
-        (_, false) => Some(Path::from(join(&full, start)).as_ref().to_string()),
-    };
+    let keys = s3_prefix(&join(prefix, dir), start);
     let page = block_on(s3_page(pages, keys.as_deref(), None, &what))?;
     if page.page_token.is_some() {
         return Ok(None);
@@ -255,6 +248,17 @@ pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Lis
     add_page(&mut l, page.result);
     l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
     Ok(Some(l))
+}
+
+/// The key prefix of the names starting with `start` in directory `full`
+/// (the whole key under the bucket), as object_store names keys: `full/`
+/// for all of them, `None` for the whole bucket.
+fn s3_prefix(full: &str, start: &str) -> Option<String> {
+    match (full.is_empty(), start.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(format!("{}/", Path::from(full).as_ref())),
+        (_, false) => Some(Path::from(join(full, start)).as_ref().to_string()),
+    }
 }
 
 /// One page of an S3 listing by `/` of the keys starting with `prefix`.

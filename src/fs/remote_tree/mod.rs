@@ -58,7 +58,8 @@ pub struct RemoteTree {
     /// listed (a lookup in a directory never listed whole), by (directory,
     /// text), and when: a key under one that it did not show is not there.
     started: Mutex<HashMap<(String, String), Instant>>,
-    /// Directories of more than one listing page (at most [`PRUNE_AT`]).
+    /// Directories one listing page does not answer for: more than a page
+    /// of entries, or a store that lists no pages (at most [`PRUNE_AT`]).
     big: Mutex<std::collections::HashSet<String>>,
     /// One listing of a directory (or of its names starting with a text)
     /// at a time: the threads probing a directory's entries all miss at
@@ -193,7 +194,8 @@ impl RemoteTree {
     }
 
     /// List `dir` whole if one page holds it (unless another thread did):
-    /// false, and `dir` known to be big, if it does not.
+    /// false, and `dir` remembered as big, if it does not or the store
+    /// cannot tell.
     fn relist_page(&self, dir: &str) -> std::io::Result<bool> {
         let gate = self.gate(dir.to_string());
         let _one = gate.lock();
