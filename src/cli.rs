@@ -88,7 +88,8 @@ fn apply_options(r: &mut RemoteOptions, list: &str, usage: &str) -> Result<(), S
             None => (o, None),
         };
         if !apply_remote_option(r, k, v)? {
-            return Err(format!("unknown option '{o}'\n{usage}"));
+            let e = crate::config::unknown_option(k);
+            return Err(format!("{e}\n{usage}"));
         }
     }
     Ok(())

@@ -64,8 +64,8 @@ impl FsOptions {
 
 /// Apply `key[=value]` if it is an option of remote sources (`region`,
 /// `endpoint`, `anonymous`, `manifest`, `user`, `password_file`,
-/// `ca_file`, `timeout`, `retries`, `fetch_cache`): `Ok(false)` if it is
-/// not one.
+/// `ca_file`, `follow_redirects`, `timeout`, `retries`, `fetch_cache`):
+/// `Ok(false)` if it is not one.
 pub fn apply_remote_option(
     r: &mut RemoteOptions,
     k: &str,
@@ -76,6 +76,7 @@ pub fn apply_remote_option(
         "region" => r.region = Some(need()?.to_string()),
         "endpoint" => r.endpoint = Some(need()?.to_string()),
         "anonymous" => r.anonymous = true,
+        "follow_redirects" => r.follow_redirects = true,
         "manifest" => r.manifest = Some(need()?.to_string()),
         "user" => r.user = Some(need()?.to_string()),
         "password_file" => r.password_file = Some(path_option(k, need()?)?),
@@ -96,6 +97,66 @@ pub fn apply_remote_option(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The error of an option that is not one, naming it only if its name
+/// looks like an option's (never its value, which may be a secret; nor a
+/// piece of a value cut at a comma).
+pub fn unknown_option(k: &str) -> String {
+    let plain = k.len() <= 32
+        && k.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if plain {
+        format!("unknown option '{k}'")
+    } else {
+        "unknown option (its name is not shown: it may be part of a secret)".into()
+    }
+}
+
+/// Who owns what a remote source shows, and its modes (`-o uid=`, `gid=`,
+/// `file_mode=`, `dir_mode=`); `None`: the default (the mounting user's
+/// ids, files 0444, directories 0555).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Perms {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub file_mode: Option<u32>,
+    pub dir_mode: Option<u32>,
+}
+
+impl Perms {
+    /// Apply `key=value` if it is one of these options: `Ok(false)` if not.
+    pub fn apply(&mut self, k: &str, v: Option<&str>) -> Result<bool, String> {
+        let need = || v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"));
+        let id = |v: &str| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|&n| n != u32::MAX)
+                .ok_or_else(|| format!("{k}: not a numeric id: {v}"))
+        };
+        let mode = |v: &str| match u32::from_str_radix(v, 8) {
+            Ok(m) if m & !0o555 == 0 => Ok(m),
+            Ok(m) if m & !0o777 == 0 => Err(format!(
+                "{k}: {v} has write bits: the mount is read-only (0444, 0440, 0400, 0555, ...)"
+            )),
+            _ => Err(format!(
+                "{k}: not an octal mode of read and execute bits (0444, 0440, 0555, ...): {v}"
+            )),
+        };
+        match k {
+            "uid" => self.uid = Some(id(need()?)?),
+            "gid" => self.gid = Some(id(need()?)?),
+            "file_mode" => self.file_mode = Some(mode(need()?)?),
+            "dir_mode" => self.dir_mode = Some(mode(need()?)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Any of them given?
+    pub fn any(&self) -> bool {
+        *self != Perms::default()
+    }
 }
 
 /// A file named by an option, made absolute against the directory the
@@ -122,6 +183,8 @@ pub struct MountArgs {
     pub location: Option<Location>,
     /// Options of a remote source.
     pub remote: RemoteOptions,
+    /// Owner and modes of what a remote source shows.
+    pub perms: Perms,
     /// How long what a remote listing says is trusted (`-o metadata_ttl=`).
     pub metadata_ttl: Duration,
     /// The part of `cache_size` for a remote source's fetched bytes
@@ -176,6 +239,7 @@ impl Default for MountArgs {
             source: PathBuf::new(),
             location: None,
             remote: RemoteOptions::default(),
+            perms: Perms::default(),
             metadata_ttl: Duration::from_secs(1),
             fetch_cache: None,
             mountpoint: PathBuf::new(),
@@ -203,6 +267,40 @@ impl Default for MountArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_option_is_named_only_if_it_looks_like_one() {
+        assert_eq!(unknown_option("passwrd"), "unknown option 'passwrd'");
+        for k in ["S3cret", "a b", "x/y", &"x".repeat(33), "pässword"] {
+            assert!(!unknown_option(k).contains(k), "{k}");
+        }
+    }
+
+    #[test]
+    fn perms_take_numeric_ids_and_read_only_octal_modes() {
+        let mut p = Perms::default();
+        assert!(!p.any());
+        assert_eq!(p.apply("uid", Some("1000")), Ok(true));
+        assert_eq!(p.apply("gid", Some("100")), Ok(true));
+        assert_eq!(p.apply("file_mode", Some("0440")), Ok(true));
+        assert_eq!(p.apply("dir_mode", Some("550")), Ok(true));
+        assert_eq!(p.apply("fsname", Some("x")), Ok(false));
+        let want = Perms {
+            uid: Some(1000),
+            gid: Some(100),
+            file_mode: Some(0o440),
+            dir_mode: Some(0o550),
+        };
+        assert_eq!(p, want);
+        assert!(p
+            .apply("file_mode", Some("0644"))
+            .unwrap_err()
+            .contains("write bits"));
+        assert!(p.apply("dir_mode", Some("4555")).is_err());
+        assert!(p.apply("file_mode", Some("9")).is_err());
+        assert!(p.apply("uid", Some("alice")).is_err());
+        assert!(p.apply("uid", None).is_err());
+    }
 
     /// A remote source's fetched bytes are counted against `cache_size`:
     /// the two parts add up to it.

@@ -62,6 +62,12 @@ Remote sources:
   -o user=NAME           Caterva2: log in as NAME ...
   -o password_file=PATH  ... with the password in PATH
   -o ca_file=PATH        HTTPS: also trust the certificate authorities in PATH (PEM)
+  -o follow_redirects    S3, Caterva2: follow redirects to the same scheme, host and port
+                         (never to another; plain HTTP sources always follow those)
+  -o uid=N, gid=N        owner of every file and directory shown (default: the mounting user)
+  -o file_mode=MODE      mode of files, octal, no write bits (default 0444)
+  -o dir_mode=MODE       mode of directories (default 0555); with allow_other, these
+                         decide which local users read what the store's credentials reach
   -o timeout=SECS        limit of one request, retried before it fails (default 10)
   -o retries=N           retries of a failed request, with backoff (default 3)
   -o fetch_cache=SIZE    the part of cache_size for fetched compressed bytes and
@@ -115,6 +121,9 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     }
     m.source = PathBuf::from(&pos[0]);
     m.location = Location::parse(&pos[0]).transpose()?;
+    if m.location.is_none() && m.perms.any() {
+        return Err("uid, gid, file_mode and dir_mode are for remote sources: a local directory shows its files' own owners and modes".into());
+    }
     m.mountpoint = PathBuf::from(&pos[1]);
     Ok(Some(m))
 }
@@ -183,11 +192,17 @@ fn apply_option(m: &mut MountArgs, o: &str) -> Result<(), String> {
         "ro" | "nodev" | "nosuid" | "noexec" | "noatime" | "dev" | "suid" | "exec" | "atime" => {
             m.flags.push(k.to_string())
         }
-        "rw" | "defaults" | "auto" | "noauto" | "user" | "users" | "nouser" | "nofail"
-        | "_netdev" | "owner" | "comment" => {}
+        // fstab's `user` has no value; `user=NAME` is Caterva2's.
+        "user" if v.is_none() => {}
+        "rw" | "defaults" | "auto" | "noauto" | "users" | "nouser" | "nofail" | "_netdev"
+        | "owner" | "comment" => {}
         k if k.starts_with("x-") => {}
         _ if crate::config::apply_remote_option(&mut m.remote, k, v)? => {}
-        _ => return Err(format!("unknown mount option '{o}' (see bloscfs --help)")),
+        _ if m.perms.apply(k, v)? => {}
+        _ => {
+            let e = crate::config::unknown_option(k);
+            return Err(format!("{e} (see bloscfs --help)"));
+        }
     }
     Ok(())
 }
@@ -313,7 +328,8 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     opts.span_cache = fetched;
     let remote = Remote::connect(loc.clone(), opts)?;
     remote.list("")?;
-    let tree = crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl);
+    let tree =
+        crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl).with_perms(m.perms);
     let fs_opts = crate::config::FsOptions {
         cache_size: blocks,
         ..m.fs.clone()

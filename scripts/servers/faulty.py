@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """A threaded HTTP server of a directory, with faults on cue (stdlib only).
 
-    faulty.py DIR [--port N] [--tls CERT KEY]
+    faulty.py DIR [--port N] [--tls CERT KEY] [--record]
                                   prints "listening on PORT" once it serves;
-                                  with --tls, HTTPS only (PEM files)
+                                  with --tls, HTTPS only (PEM files); with
+                                  --record, every request is kept (method,
+                                  path and query, headers, body) and /_stats
+                                  gives them as "log" (a server that should
+                                  be sent nothing: a redirect's target)
 
 GET /PATH serves DIR/PATH: a single `Range: bytes=A-B` (or `A-`, `-N`) gives a
 206 with `Content-Range`; every answer has an `ETag` (size and mtime hashed)
@@ -22,7 +26,12 @@ Faults, by the syntax MODE[:ARG]:
                  counting them
   endless        (S3-style listings) every page says there is another,
                  with the same continuation token
-overlong and endless are the faults set by /_fault that listings take.
+  redirect:CODE[:PORT]
+                 answers CODE (301, 302, 307, 308) with a Location of the
+                 same path and query (without /_f/MODE) on 127.0.0.1:PORT,
+                 or on this server (a relative one) without PORT
+overlong, endless and redirect are the faults set by /_fault that listings
+take; redirect is the one a login takes.
 chosen either
   - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
@@ -30,6 +39,9 @@ chosen either
 GET /_stats -> JSON {"gets", "heads", "lists", "paths": {path: gets},
 "ranges": [[path, Range, If-Match]], "faulted": {fault: requests it applied to}};
 POST /_reset clears them and the fault.
+
+POST /auth/jwt/login (a Caterva2 login) answers 204 with a session cookie,
+whatever the form says.
 
 GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
 (ListObjectsV2, one page) of DIR's files whose relative path starts with P.
@@ -49,10 +61,11 @@ from xml.sax.saxutils import escape
 ROOT = "."
 LOCK = threading.Lock()
 STATE = {"mode": None, "left": None}
+RECORD = False
 
 
 def clear_counters():
-    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={})
+    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={}, log=[])
 
 
 clear_counters()
@@ -134,8 +147,37 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the client hung up, as it should
         self.close_connection = True
 
+    def record(self):
+        """With --record, keep this request (its body read: a POST's)."""
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        if RECORD and not self.path.startswith("/_"):
+            with LOCK:
+                STATE["log"].append({"method": self.command, "path": self.path,
+                                     "headers": dict(self.headers.items()),
+                                     "body": body.decode("utf-8", "replace")})
+
+    def redirect(self, fault, count=True):
+        """Fault redirect:CODE[:PORT]: see the module's docstring."""
+        parts = fault.split(":")
+        where = f"http://127.0.0.1:{parts[2]}" if len(parts) > 2 else ""
+        if count:
+            with LOCK:
+                STATE["faulted"]["redirect"] = STATE["faulted"].get("redirect", 0) + 1
+        rest = re.sub(r"^/_f/[^/]+", "", self.path)
+        self.answer(int(parts[1]), b"moved", [("Location", where + rest)])
+
+    def login(self):
+        fault = take_fault() or ""
+        if fault.startswith("redirect:"):
+            return self.redirect(fault)
+        self.answer(204, headers=[("Set-Cookie", "c2subauth=faulty-session; Path=/")])
+
     def do_POST(self):
+        self.record()
         url = urlsplit(self.path)
+        if url.path == "/auth/jwt/login":
+            return self.login()
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         with LOCK:
             if url.path == "/_reset":
@@ -152,11 +194,13 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(204)
 
     def do_HEAD(self):
+        self.record()
         with LOCK:
             STATE["heads"] += 1
         self.answer(405)
 
     def do_GET(self):
+        self.record()
         url = urlsplit(self.path)
         path = unquote(url.path)
         query = parse_qs(url.query)
@@ -164,7 +208,8 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 STATE["lists"] += 1
                 mode = STATE["mode"] or ""
-            fault = take_fault() if mode.startswith("overlong:") or mode == "endless" else None
+            listed = ("overlong:", "endless", "redirect:")
+            fault = take_fault() if mode.startswith(listed) else None
             return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"), fault)
         if path == "/_stats":
             with LOCK:
@@ -181,6 +226,8 @@ class Handler(BaseHTTPRequestHandler):
         self.serve(path, rng, fault or "")
 
     def listing(self, path, prefix, delimiter, fault=None):
+        if fault and fault.startswith("redirect:"):
+            return self.redirect(fault)
         top = os.path.join(ROOT, path.strip("/"))
         files, dirs = [], set()
         for d, _, names in os.walk(top):
@@ -222,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(float(fault[6:]))
         if fault.startswith("5xx"):
             return self.answer(503, b"injected 503")
+        if fault.startswith("redirect:"):
+            return self.redirect(fault, count=False)
         full = os.path.join(ROOT, path.lstrip("/"))
         if ".." in path.split("/") or not os.path.isfile(full):
             return self.answer(404, b"not found")
@@ -267,11 +316,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global ROOT
+    global ROOT, RECORD
     args = sys.argv[1:]
     if not args or args[0].startswith("-"):
         sys.exit(__doc__)
     ROOT = args[0]
+    RECORD = "--record" in args
     port = int(args[args.index("--port") + 1]) if "--port" in args else 0
     if "--tls" in args:
         i = args.index("--tls")

@@ -328,6 +328,19 @@ impl Faulty {
         Some(f)
     }
 
+    /// The same, keeping every request it is sent (`--record`): see
+    /// [`Faulty::received`].
+    pub fn start_recording(dir: &Path) -> Option<Faulty> {
+        Faulty::spawn(dir, &["--record".as_ref()])
+    }
+
+    /// Every request a recording server was sent since its last reset
+    /// (`{"method", "path", "headers", "body"}`), but those of the test's
+    /// own `/_...` calls.
+    pub fn received(&self) -> Vec<serde_json::Value> {
+        self.stats()["log"].as_array().cloned().unwrap_or_default()
+    }
+
     fn spawn(dir: &Path, args: &[&std::ffi::OsStr]) -> Option<Faulty> {
         let py = if Command::new("python3").arg("-V").output().is_ok() {
             "python3"

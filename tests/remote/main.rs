@@ -14,4 +14,5 @@ mod harness;
 mod lookups;
 mod matrix;
 mod objects;
+mod redirects;
 mod tls;

@@ -219,6 +219,8 @@ fn caterva2_logs_in_with_a_password_file() {
     c2.add_user("reader@example.com", "s3cret-pass");
     let pw = d.path().join("pw");
     std::fs::write(&pw, "s3cret-pass\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
     let r = Remote::caterva2(&c2)
         .with("user=reader@example.com")
         .with(&format!("password_file={}", pw.display()));

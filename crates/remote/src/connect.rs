@@ -1,7 +1,8 @@
 //! Building the clients for a location (and the Caterva2 login).
 
 use crate::fetch::Fetcher;
-use crate::net::{block_on, chain, io_err, Counters, Counting};
+use crate::net::{block_on, chain, io_err, Counters, Counting, Setup};
+use crate::redirect::Redirects;
 use crate::session::Session;
 use crate::spans::SpanCache;
 use crate::{Core, Location, Options};
@@ -9,7 +10,7 @@ use object_store::aws::AmazonS3Builder;
 use object_store::http::HttpBuilder;
 use object_store::list::PaginatedListStore;
 use object_store::path::Path;
-use object_store::{BackoffConfig, Certificate, ClientOptions, ObjectStore, RetryConfig};
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,15 +48,22 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         Location::S3 { .. } => opts.endpoint.clone().unwrap_or_default(),
         Location::Http { url } | Location::Caterva2 { url, .. } => url.clone(),
     };
-    let mut copts = ClientOptions::new()
-        .with_timeout(opts.timeout)
-        .with_connect_timeout(opts.timeout.min(Duration::from_secs(5)))
-        .with_allow_http(web.starts_with("http://"));
-    if let Some(file) = &opts.ca_file {
-        for cert in authorities(file)? {
-            copts = copts.with_root_certificate(cert);
-        }
-    }
+    let setup = Setup {
+        timeout: opts.timeout,
+        allow_http: web.starts_with("http://"),
+        roots: match &opts.ca_file {
+            Some(file) => authorities(file)?,
+            None => Vec::new(),
+        },
+        redirects: match &loc {
+            Location::Http { .. } => Redirects::SameOrigin,
+            _ if opts.follow_redirects => Redirects::SameOrigin,
+            _ => Redirects::None,
+        },
+    };
+    // The stores' builders want options; every request goes through
+    // `client`, set up by `setup`.
+    let copts = ClientOptions::new().with_allow_http(setup.allow_http);
     let mut session = None;
     if let Location::Caterva2 { url, .. } = &loc {
         if let Some(user) = &opts.user {
@@ -66,13 +74,12 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
                 ));
             };
             let s = Session::new(url, user, file);
-            let login =
-                Counting::new(&copts, counters.clone(), None).map_err(|e| os_err(&loc, e))?;
+            let login = Counting::new(&setup, counters.clone(), None)?;
             block_on(s.login(&login))?;
             session = Some(Arc::new(s));
         }
     }
-    let client = Counting::new(&copts, counters.clone(), session).map_err(|e| os_err(&loc, e))?;
+    let client = Counting::new(&setup, counters.clone(), session)?;
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -172,10 +179,15 @@ fn http_store(
 }
 
 /// The certificates of the PEM file `file` (`-o ca_file=`): at least one.
-fn authorities(file: &std::path::Path) -> std::io::Result<Vec<Certificate>> {
+fn authorities(file: &std::path::Path) -> std::io::Result<Vec<reqwest::Certificate>> {
     let bad = |why: String| io_err(libc::EINVAL, format!("ca_file {}: {why}", file.display()));
-    let pem = std::fs::read(file).map_err(|e| bad(e.to_string()))?;
-    let certs = Certificate::from_pem_bundle(&pem).map_err(|e| bad(chain(&e)))?;
+    let rules = crate::optfile::Rules {
+        option: "ca_file",
+        max: crate::optfile::MAX_CA_FILE,
+        secret: false,
+    };
+    let pem = crate::optfile::read(file, &rules)?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(chain(&e)))?;
     if certs.is_empty() {
         return Err(bad(
             "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),

@@ -25,6 +25,14 @@
 //! HTTPS servers are checked against the system's certificate authorities
 //! (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and those of [`Options::ca_file`].
 //!
+//! # Redirects
+//! A redirect is followed only to the origin (scheme, host and port) of
+//! the request it answers, at most 10 in a row: always for plain HTTP
+//! sources, for S3 and Caterva2 only with [`Options::follow_redirects`].
+//! Any other is an error naming its target (`EIO` for that read or
+//! listing, not retried), so no signature, session token, cookie or
+//! password goes to another host, and no other host's bytes are used.
+//!
 //! # Manifest format
 //! A text file under the base URL (`-o manifest=NAME`), UTF-8, at most 64
 //! MiB, one object a line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
@@ -90,8 +98,10 @@ mod list;
 mod location;
 mod net;
 mod object;
+mod optfile;
 #[doc(hidden)]
 pub mod parse; // public for the fuzz target only
+mod redirect;
 mod requests;
 mod session;
 mod spans;
@@ -126,11 +136,17 @@ pub struct Options {
     pub manifest: Option<String>,
     /// Caterva2: the user to log in as.
     pub user: Option<String>,
-    /// Caterva2: a file holding the password (its first line).
+    /// Caterva2: a file holding the password (its first line): a regular
+    /// file of at most 64 KiB that neither its group nor others may read.
     pub password_file: Option<PathBuf>,
     /// HTTPS: a PEM file of certificate authorities trusted besides the
-    /// system's (a private CA of an on-premises store).
+    /// system's (a private CA of an on-premises store): a regular file of
+    /// at most 4 MiB.
     pub ca_file: Option<PathBuf>,
+    /// S3 and Caterva2: follow redirects to the same scheme, host and port
+    /// (never to another; none without this). Plain HTTP sources always
+    /// follow those.
+    pub follow_redirects: bool,
     /// Per request (default 10 s).
     pub timeout: Duration,
     /// Retries of a failed request (default 3), jittered backoff, bounded
@@ -151,6 +167,7 @@ impl Default for Options {
             user: None,
             password_file: None,
             ca_file: None,
+            follow_redirects: false,
             timeout: Duration::from_secs(10),
             retries: 3,
             span_cache: 64 << 20,

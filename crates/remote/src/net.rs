@@ -1,14 +1,16 @@
 //! The network runtime, request counting and error mapping.
 
+use crate::redirect::{Guarded, Redirects};
 use crate::session::Session;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
-    HttpResponse, HttpResponseBody, HttpService, ReqwestConnector,
+    HttpResponse, HttpResponseBody, HttpService,
 };
 use object_store::ClientOptions;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 /// The one small runtime every remote shares: 2 worker threads named
 /// `bloscfs-net`.
@@ -95,15 +97,55 @@ pub struct Counting {
     session: Option<Arc<Session>>,
 }
 
+/// How the one HTTP client of a remote is set up.
+pub struct Setup {
+    /// Per request (the connection: at most 5 s of it).
+    pub timeout: Duration,
+    /// Plain `http://` allowed (the location or endpoint is one).
+    pub allow_http: bool,
+    /// Certificate authorities trusted besides the system's (`-o ca_file=`).
+    pub roots: Vec<reqwest::Certificate>,
+    /// Which redirects are followed.
+    pub redirects: Redirects,
+}
+
+impl Setup {
+    /// The reqwest client: HTTP/1.1, no compression (a ranged body is the
+    /// stored bytes), redirects as [`Setup::redirects`] says.
+    fn client(&self) -> Result<reqwest::Client, reqwest::Error> {
+        let mut b = reqwest::Client::builder()
+            .user_agent(concat!("bloscfs/", env!("CARGO_PKG_VERSION")))
+            .timeout(self.timeout)
+            .connect_timeout(self.timeout.min(Duration::from_secs(5)))
+            .http1_only()
+            .no_gzip()
+            .no_brotli()
+            .no_zstd()
+            .no_deflate()
+            .https_only(!self.allow_http)
+            .redirect(self.redirects.policy());
+        for cert in &self.roots {
+            b = b.add_root_certificate(cert.clone());
+        }
+        b.build()
+    }
+}
+
 impl Counting {
-    /// A client with `options` counting into `counters`.
+    /// A client set up as `setup` says, counting into `counters`.
     pub fn new(
-        options: &ClientOptions,
+        setup: &Setup,
         counters: Arc<Counters>,
         session: Option<Arc<Session>>,
-    ) -> object_store::Result<Self> {
+    ) -> std::io::Result<Self> {
+        let client = setup.client().map_err(|e| {
+            io_err(
+                libc::EINVAL,
+                format!("cannot set up the HTTP client: {}", chain(&e)),
+            )
+        })?;
         Ok(Counting {
-            inner: ReqwestConnector::default().connect(options)?,
+            inner: HttpClient::new(Guarded::new(client, setup.redirects)),
             counters,
             session,
         })
@@ -271,9 +313,20 @@ fn at_most(res: HttpResponse, max: u64) -> HttpResponse {
 
 /// Did `e` (or anything under it) stop a body at its bound?
 pub fn is_too_long(e: &(dyn std::error::Error + 'static)) -> bool {
+    has::<TooLong>(e)
+}
+
+/// Is `e` a failure that asking again cannot mend: a body past its bound,
+/// or a redirect not followed ([`crate::redirect::NotFollowed`])?
+pub fn is_final(e: &(dyn std::error::Error + 'static)) -> bool {
+    is_too_long(e) || has::<crate::redirect::NotFollowed>(e)
+}
+
+/// Is an `E` in `e`'s chain?
+fn has<E: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(e) = cur {
-        if e.is::<TooLong>() {
+        if e.is::<E>() {
             return true;
         }
         cur = e.source();

@@ -2,7 +2,7 @@
 //! XML listing over plain HTTP, Caterva2's `/api/list`.
 
 use crate::connect::{join, Backend};
-use crate::net::{block_on, chain, io_err, is_too_long, Counters};
+use crate::net::{block_on, chain, io_err, is_final, Counters};
 use crate::parse::{self, Tree};
 use crate::{Core, Listing, Object};
 use std::io;
@@ -37,8 +37,8 @@ async fn get_retried(core: &Core, url: &str) -> Result<(u16, bytes::Bytes)> {
         let e = match tokio::time::timeout(core.opts.timeout, once).await {
             Ok(Ok((s, b))) if s < 500 => return Ok((s, b)),
             Ok(Ok((s, _))) => format!("{s}"),
-            // Read no further, and not again.
-            Ok(Err(e)) if is_too_long(&e) => {
+            // Read no further (or follow no redirect), and not again.
+            Ok(Err(e)) if is_final(&e) => {
                 return Err(io_err(libc::EIO, format!("GET {url}: {}", chain(&e))))
             }
             Ok(Err(e)) => chain(&e),

@@ -2,6 +2,7 @@
 //! when the server stops taking it (its tokens expire after 12 hours).
 
 use crate::net::{chain, io_err};
+use crate::optfile;
 use object_store::client::{HttpClient, HttpError, HttpRequest, HttpResponse};
 use object_store::HeaderValue;
 use parking_lot::Mutex;
@@ -76,8 +77,15 @@ impl Session {
     {
         let what = format!("{}/auth/jwt/login as {}", self.url, self.user);
         let file = &self.password_file;
-        let password = std::fs::read_to_string(file).map_err(|e| {
-            let m = format!("{what}: password_file {}: {e}", file.display());
+        let rules = optfile::Rules {
+            option: "password_file",
+            max: optfile::MAX_PASSWORD_FILE,
+            secret: true,
+        };
+        let bytes = optfile::read(file, &rules)
+            .map_err(|e| io_err(libc::EINVAL, format!("{what}: {e}")))?;
+        let password = String::from_utf8(bytes).map_err(|_| {
+            let m = format!("{what}: password_file {}: not UTF-8", file.display());
             io_err(libc::EINVAL, m)
         })?;
         let password = password.lines().next().unwrap_or("");

@@ -10,6 +10,7 @@ mod files;
 
 use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
 use super::Statfs;
+use crate::config::Perms;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
 use bloscfs_remote::{Entry, Listing, Object, Remote};
@@ -41,6 +42,29 @@ enum Node {
     Object(Object),
 }
 
+/// Owner and modes of every entry shown.
+#[derive(Clone, Copy)]
+struct Shown {
+    uid: u32,
+    gid: u32,
+    file_mode: u32,
+    dir_mode: u32,
+}
+
+impl Shown {
+    /// `p`, with the defaults where it says nothing.
+    fn of(p: Perms) -> Shown {
+        Shown {
+            // SAFETY: getuid and getgid cannot fail and touch no memory.
+            uid: p.uid.unwrap_or_else(|| unsafe { libc::getuid() }),
+            // SAFETY: as above.
+            gid: p.gid.unwrap_or_else(|| unsafe { libc::getgid() }),
+            file_mode: p.file_mode.unwrap_or(0o444),
+            dir_mode: p.dir_mode.unwrap_or(0o555),
+        }
+    }
+}
+
 /// A remote store presented as a directory tree.
 pub struct RemoteTree {
     /// The location's URL as a path (`s3://bucket/prefix`): the paths the
@@ -65,9 +89,8 @@ pub struct RemoteTree {
     /// at a time: the threads probing a directory's entries all miss at
     /// once when its listing expires.
     listing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    /// Directories and objects are shown as the mounting user's.
-    uid: u32,
-    gid: u32,
+    /// Owner and modes of what is shown (`-o uid=,gid=,file_mode=,dir_mode=`).
+    perms: Shown,
     mounted: Time,
 }
 
@@ -87,14 +110,21 @@ impl RemoteTree {
             started: Mutex::new(HashMap::new()),
             big: Mutex::default(),
             listing: Mutex::new(HashMap::new()),
-            // SAFETY: getuid and getgid cannot fail and touch no memory.
-            uid: unsafe { libc::getuid() },
-            // SAFETY: as above.
-            gid: unsafe { libc::getgid() },
+            perms: Shown::of(Perms::default()),
             mounted: Time {
                 sec: now.as_secs() as i64,
                 nsec: now.subsec_nanos() as i64,
             },
+        }
+    }
+
+    /// The same, its entries owned and with modes as `perms` says (the
+    /// mounting user's ids, files 0444 and directories 0555 where it says
+    /// nothing).
+    pub fn with_perms(self, perms: Perms) -> RemoteTree {
+        RemoteTree {
+            perms: Shown::of(perms),
+            ..self
         }
     }
 
@@ -318,11 +348,18 @@ impl RemoteTree {
 
     fn meta_of(&self, key: &str, node: &Node) -> Meta {
         let (kind, len, mode, nlink, version, mtime) = match node {
-            Node::Dir => (EntryKind::Dir, 0, libc::S_IFDIR | 0o555, 2, None, None),
+            Node::Dir => (
+                EntryKind::Dir,
+                0,
+                libc::S_IFDIR | self.perms.dir_mode,
+                2,
+                None,
+                None,
+            ),
             Node::Object(o) => (
                 EntryKind::File,
                 o.len,
-                libc::S_IFREG | 0o444,
+                libc::S_IFREG | self.perms.file_mode,
                 1,
                 Some(version_of(o)),
                 o.mtime,
@@ -335,8 +372,8 @@ impl RemoteTree {
             ino: inode_of(key, version),
             dev: 0,
             mode,
-            uid: self.uid,
-            gid: self.gid,
+            uid: self.perms.uid,
+            gid: self.perms.gid,
             nlink,
             blocks: len.div_ceil(512),
             atime: mtime,
