@@ -14,5 +14,6 @@ mod harness;
 mod lookups;
 mod matrix;
 mod objects;
+mod options;
 mod redirects;
 mod tls;
