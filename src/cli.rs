@@ -157,7 +157,8 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
             s if s.starts_with("--offset=") => offset = size("--offset", &s[9..])?,
             s if s.starts_with("--length=") => length = Some(size("--length", &s[9..])?),
             s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!("unknown option {s}\n{CAT_USAGE}"))
+                let e = crate::config::unknown_flag(s);
+                return Err(format!("{e}\n{CAT_USAGE}"));
             }
             s => {
                 if file.replace(PathBuf::from(s)).is_some() {
@@ -290,7 +291,8 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
                 return Ok(());
             }
             s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!("unknown option {s}\n{INFO_USAGE}"))
+                let e = crate::config::unknown_flag(s);
+                return Err(format!("{e}\n{INFO_USAGE}"));
             }
             s => {
                 if file.replace(PathBuf::from(s)).is_some() {

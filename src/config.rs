@@ -113,6 +113,12 @@ pub fn unknown_option(k: &str) -> String {
     }
 }
 
+/// The error of a command-line flag that is not one (`--name=value`): as
+/// [`unknown_option`], its value never shown.
+pub fn unknown_flag(s: &str) -> String {
+    unknown_option(s.split('=').next().unwrap_or(s))
+}
+
 /// Who owns what a remote source shows, and its modes (`-o uid=`, `gid=`,
 /// `file_mode=`, `dir_mode=`); `None`: the default (the mounting user's
 /// ids, files 0444, directories 0555).
@@ -271,6 +277,7 @@ mod tests {
     #[test]
     fn an_unknown_option_is_named_only_if_it_looks_like_one() {
         assert_eq!(unknown_option("passwrd"), "unknown option 'passwrd'");
+        assert_eq!(unknown_flag("--pass=S3cret"), "unknown option '--pass'");
         for k in ["S3cret", "a b", "x/y", &"x".repeat(33), "pässword"] {
             assert!(!unknown_option(k).contains(k), "{k}");
         }

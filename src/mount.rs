@@ -104,7 +104,8 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
             "-o" => opts.push(it.next().ok_or("-o needs an argument")?.clone()),
             s if s.starts_with("-o") => opts.push(s[2..].to_string()),
             s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!("unknown option {s}\n\n{USAGE}"))
+                let e = crate::config::unknown_flag(s);
+                return Err(format!("{e}\n\n{USAGE}"));
             }
             s => pos.push(s.to_string()),
         }

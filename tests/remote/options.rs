@@ -119,6 +119,9 @@ fn an_unknown_option_never_echoes_its_value() {
         vec!["-o", "password=ab,S3CRET-value", "s3://bucket", dir],
         vec!["cat", "-o", "password=S3CRET-value", url],
         vec!["info", "-o", "token=S3CRET-value", url],
+        vec!["--token=S3CRET-value", dir, dir],
+        vec!["cat", "--password=S3CRET-value", url],
+        vec!["info", "--password=S3CRET-value", url],
     ] {
         let o = bloscfs(&args);
         assert!(!o.status.success(), "{args:?}: accepted");
