@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 const REL: &str = "frame/blocks-lz4.b2frame";
+const SPARSE: &str = "frame/blosclz-delta-ts8-s.b2frame";
 
 /// A FIFO at `path`.
 fn mkfifo(path: &Path) {
@@ -184,7 +185,10 @@ fn remote_permissions_follow_uid_gid_file_mode_dir_mode() {
     }
     let d = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(d.path().join("frame")).unwrap();
-    copy(&fixture(REL), &d.path().join(REL));
+    // A frame, and a sparse frame (a directory shown as a file).
+    for rel in [REL, SPARSE] {
+        copy(&fixture(rel), &d.path().join(rel));
+    }
     let Some(srv) = Faulty::start(d.path()) else {
         return;
     };
@@ -193,14 +197,14 @@ fn remote_permissions_follow_uid_gid_file_mode_dir_mode() {
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let mut m = r.mount(&[]);
     let (dirs, files) = owners(&m.mp());
-    assert_eq!((dirs.len(), files.len()), (2, 1));
+    assert_eq!((dirs.len(), files.len()), (2, 2));
     assert!(dirs.iter().all(|&o| o == (uid, gid, 0o555)), "{dirs:?}");
     assert!(files.iter().all(|&o| o == (uid, gid, 0o444)), "{files:?}");
     m.unmount();
     let opts = ["uid=1234", "gid=2345", "file_mode=0440", "dir_mode=0550"];
     let mut m = r.mount(&opts);
     let (dirs, files) = owners(&m.mp());
-    assert_eq!((dirs.len(), files.len()), (2, 1));
+    assert_eq!((dirs.len(), files.len()), (2, 2));
     assert!(dirs.iter().all(|&o| o == (1234, 2345, 0o550)), "{dirs:?}");
     assert!(files.iter().all(|&o| o == (1234, 2345, 0o440)), "{files:?}");
     m.unmount();

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 const REL: &str = "frame/blocks-lz4.b2frame";
 /// What the other host serves under [`REL`]'s name.
-const OTHER_REL: &str = "frame/blosclz-delta-ts8-s.b2frame";
+const OTHER_REL: &str = "frame/blosclz-shuffle-ts1-c.b2frame";
 /// 307 and 308 first: they resend a body (a login form) where they lead.
 const CODES: [u16; 4] = [307, 308, 301, 302];
 const TOKEN: &str = "session-token-for-here-only";

@@ -598,7 +598,8 @@ impl SourceTree for RemoteTree {
         if self.listed_blocks(&key).is_none() && self.relist(&key).is_err() {
             return (0, 0);
         }
-        self.listed_blocks(&key).map_or((0, 0), |b| (0o444, b))
+        let mode = self.perms.file_mode as u16;
+        self.listed_blocks(&key).map_or((0, 0), |b| (mode, b))
     }
 
     fn statfs(&self) -> std::io::Result<Statfs> {
