@@ -37,7 +37,9 @@ chosen either
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
   - per path: GET /_f/MODE/PATH serves PATH with MODE on every request.
 GET /_stats -> JSON {"gets", "heads", "lists", "paths": {path: gets},
-"ranges": [[path, Range, If-Match]], "faulted": {fault: requests it applied to}};
+"ranges": [[path, Range, If-Match]], "faulted": {fault: requests it applied to},
+"log": [{"method", "path", "headers", "body"}] (with --record; the /_... requests
+left out)};
 POST /_reset clears them and the fault.
 
 POST /auth/jwt/login (a Caterva2 login) answers 204 with a session cookie,

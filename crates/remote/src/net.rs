@@ -352,7 +352,18 @@ fn asked(req: &HttpRequest) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{asked, MAX_DOCUMENT};
+    use super::{asked, is_final, HttpError, HttpErrorKind, TooLong, MAX_DOCUMENT};
+
+    fn err<E: std::error::Error + Send + Sync + 'static>(e: E) -> HttpError {
+        HttpError::new(HttpErrorKind::Unknown, e)
+    }
+
+    #[test]
+    fn a_body_past_its_bound_and_a_redirect_not_followed_are_final() {
+        assert!(is_final(&err(TooLong(5))));
+        assert!(is_final(&err(crate::redirect::NotFollowed::for_test())));
+        assert!(!is_final(&err(std::io::Error::other("connection reset"))));
+    }
 
     fn ranged(r: Option<&str>) -> Option<u64> {
         let mut req = http::Request::get("http://h/x");

@@ -114,6 +114,14 @@ impl NotFollowed {
     }
 }
 
+#[cfg(test)]
+impl NotFollowed {
+    /// One, for tests elsewhere in the crate.
+    pub fn for_test() -> NotFollowed {
+        NotFollowed::new("http://h/a", 307, None, Redirects::None)
+    }
+}
+
 /// At most 256 characters of a server's text, for a message.
 fn shorten(mut s: String) -> String {
     if let Some((i, _)) = s.char_indices().nth(256) {
