@@ -103,6 +103,7 @@ mod optfile;
 pub mod parse; // public for the fuzz target only
 mod redirect;
 mod requests;
+mod resolve;
 mod session;
 mod spans;
 #[cfg(test)]

@@ -111,7 +111,8 @@ pub struct Setup {
 
 impl Setup {
     /// The reqwest client: HTTP/1.1, no compression (a ranged body is the
-    /// stored bytes), redirects as [`Setup::redirects`] says.
+    /// stored bytes), a host's addresses shuffled, redirects as
+    /// [`Setup::redirects`] says.
     fn client(&self) -> Result<reqwest::Client, reqwest::Error> {
         let mut b = reqwest::Client::builder()
             .user_agent(concat!("bloscfs/", env!("CARGO_PKG_VERSION")))
@@ -123,6 +124,7 @@ impl Setup {
             .no_zstd()
             .no_deflate()
             .https_only(!self.allow_http)
+            .dns_resolver(Arc::new(crate::resolve::Shuffled))
             .redirect(self.redirects.policy());
         for cert in &self.roots {
             b = b.add_root_certificate(cert.clone());
