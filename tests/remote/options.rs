@@ -22,19 +22,34 @@ fn mkfifo(path: &Path) {
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
 }
 
-/// `cat` through `r` failed at once, saying `why` about the file option
-/// `opt`, and without a request to the server `srv`.
-fn refused(r: &Remote, srv: &Faulty, opt: &str, why: &str) {
-    let o = r.cat(REL, None, &[]);
-    assert!(!o.status.success(), "{opt}: accepted");
+/// `cat` through `r` with `-o OPT=FILE` failed at once, saying `why`
+/// about `OPT FILE`, and without a request to the server `srv`.
+fn refused(r: &Remote, srv: &Faulty, opt: &str, file: &Path, why: &str) {
+    let o = r
+        .with(&format!("{opt}={}", file.display()))
+        .cat(REL, None, &[]);
+    let what = format!("{opt} {}", file.display());
+    assert!(!o.status.success(), "{what}: accepted");
     assert!(
-        o.stderr.contains(opt) && o.stderr.contains(why),
-        "{opt}: {why:?} not in {}",
+        o.stderr.contains(&what) && o.stderr.contains(why),
+        "{what}: {why:?} not in {}",
         o.stderr
     );
     let got = srv.received();
-    assert!(got.is_empty(), "{opt}: the server was sent {got:#?}");
+    assert!(got.is_empty(), "{what}: the server was sent {got:#?}");
 }
+
+/// Caterva2 at `srv`, logging in as `u` (a password file to add).
+fn caterva2(srv: &Faulty) -> Remote {
+    Remote {
+        base: format!("caterva2://127.0.0.1:{}/@public", srv.0.port),
+        opts: vec!["user=u".into()],
+        env: vec![],
+    }
+}
+
+const FIFO: &str = "a FIFO, not a regular file";
+const DEVICE: &str = "a character device, not a regular file";
 
 #[test]
 fn files_named_by_options_are_regular_and_bounded_never_blocking() {
@@ -46,39 +61,18 @@ fn files_named_by_options_are_regular_and_bounded_never_blocking() {
     mkfifo(&fifo);
     let big = d.path().join("big.pem");
     std::fs::write(&big, vec![b'#'; (4 << 20) + 1]).unwrap();
+    let zero = Path::new("/dev/zero");
     let http = Remote::http(&srv);
     for (file, why) in [
-        (fifo.as_path(), "a FIFO, not a regular file"),
+        (fifo.as_path(), FIFO),
         (d.path(), "a directory, not a regular file"),
         (big.as_path(), "more than 4194304 bytes"),
-        (
-            Path::new("/dev/zero"),
-            "a character device, not a regular file",
-        ),
+        (zero, DEVICE),
     ] {
-        let opt = format!("ca_file={}", file.display());
-        refused(
-            &http.with(&opt),
-            &srv,
-            &format!("ca_file {}", file.display()),
-            why,
-        );
+        refused(&http, &srv, "ca_file", file, why);
     }
-    let c2 = Remote {
-        base: format!("caterva2://127.0.0.1:{}/@public", srv.0.port),
-        opts: vec!["user=u".into()],
-        env: vec![],
-    };
-    for (file, why) in [
-        (fifo.as_path(), "a FIFO, not a regular file"),
-        (
-            Path::new("/dev/zero"),
-            "a character device, not a regular file",
-        ),
-    ] {
-        let opt = format!("password_file={}", file.display());
-        let what = format!("password_file {}", file.display());
-        refused(&c2.with(&opt), &srv, &what, why);
+    for (file, why) in [(fifo.as_path(), FIFO), (zero, DEVICE)] {
+        refused(&caterva2(&srv), &srv, "password_file", file, why);
     }
 }
 
@@ -90,15 +84,10 @@ fn a_password_file_others_may_read_is_refused_before_any_request() {
     };
     let pw = d.path().join("pw");
     std::fs::write(&pw, "secret-password\n").unwrap();
-    let r = Remote {
-        base: format!("caterva2://127.0.0.1:{}/@public", srv.0.port),
-        opts: vec!["user=u".into(), format!("password_file={}", pw.display())],
-        env: vec![],
-    };
     for mode in [0o644, 0o640, 0o604] {
         std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(mode)).unwrap();
         let why = format!("is readable by its group or others (mode {mode:04o}): chmod 600 it");
-        refused(&r, &srv, &format!("password_file {}", pw.display()), &why);
+        refused(&caterva2(&srv), &srv, "password_file", &pw, &why);
     }
 }
 
