@@ -533,3 +533,27 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `user=NAME` is Caterva2's user; fstab's `user` (no value) is ignored.
+    #[test]
+    fn user_with_a_value_is_the_caterva2_user() {
+        let a = args(&[
+            "-o",
+            "user=alice,password_file=/pw",
+            "caterva2://h/@public",
+            "/mnt",
+        ]);
+        let m = parse(&a).unwrap().unwrap();
+        assert_eq!(m.remote.user.as_deref(), Some("alice"));
+        let a = args(&["-o", "ro,user,noauto", "caterva2://h/@public", "/mnt"]);
+        assert_eq!(parse(&a).unwrap().unwrap().remote.user, None);
+    }
+}
