@@ -7,6 +7,7 @@
 //! version fail, new opens read the new one).
 
 mod files;
+mod perms;
 
 use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
 use super::Statfs;
@@ -16,6 +17,7 @@ use blosc_decode::detect::{self, Probe};
 use bloscfs_remote::{Entry, Listing, Object, Remote};
 use files::{RemoteFrame, RemoteRaw};
 use parking_lot::Mutex;
+use perms::Shown;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
@@ -40,29 +42,6 @@ struct Seen {
 enum Node {
     Dir,
     Object(Object),
-}
-
-/// Owner and modes of every entry shown.
-#[derive(Clone, Copy)]
-struct Shown {
-    uid: u32,
-    gid: u32,
-    file_mode: u32,
-    dir_mode: u32,
-}
-
-impl Shown {
-    /// `p`, with the defaults where it says nothing.
-    fn of(p: Perms) -> Shown {
-        Shown {
-            // SAFETY: getuid and getgid cannot fail and touch no memory.
-            uid: p.uid.unwrap_or_else(|| unsafe { libc::getuid() }),
-            // SAFETY: as above.
-            gid: p.gid.unwrap_or_else(|| unsafe { libc::getgid() }),
-            file_mode: p.file_mode.unwrap_or(0o444),
-            dir_mode: p.dir_mode.unwrap_or(0o555),
-        }
-    }
 }
 
 /// A remote store presented as a directory tree.
