@@ -84,26 +84,30 @@
 //! credentials.
 
 mod ahead;
+mod answer;
 mod connect;
 mod fetch;
 mod list;
 mod location;
+mod names;
 mod net;
 mod object;
 #[doc(hidden)]
 pub mod parse; // public for the fuzz target only
 mod requests;
+mod s3;
 mod session;
 mod spans;
 #[cfg(test)]
 mod tests;
+mod url;
 
 pub use location::Location;
 pub use net::{errno_of, Stats};
 pub use object::RemoteObject;
 
 use fetch::Fetcher;
-use net::{Counters, Counting};
+use net::Counters;
 use object::Pending;
 use parking_lot::Mutex;
 use spans::{SpanCache, Version};
@@ -194,7 +198,6 @@ pub(crate) struct Core {
     pub loc: Location,
     pub opts: Options,
     pub fetcher: Fetcher,
-    pub client: Counting,
     pub counters: Arc<Counters>,
     pub backend: connect::Backend,
     pub spans: Mutex<SpanCache>,
