@@ -13,5 +13,6 @@ mod faults;
 mod harness;
 mod lookups;
 mod matrix;
+mod names;
 mod objects;
 mod tls;
