@@ -184,20 +184,29 @@ fn special_characters_read_over_caterva2() {
     }
 }
 
+/// A moto server (with FUSE) whose `bucket` holds `FX` at `key` (`DIR/NAME`).
+fn bucket_with(bucket: &str, key: &str) -> Option<(Moto, tempfile::TempDir)> {
+    let moto = Moto::start()?;
+    if !fuse_available() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join(key);
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    copy(&fixture(FX), &at);
+    moto.mkbucket(bucket);
+    moto.upload(bucket, "", dir.path());
+    Some((moto, dir))
+}
+
 /// Keys no file can be named by, in the directory of good ones and at
 /// the root: the good entries list and read, the bucket root mounts.
 #[test]
 fn keys_that_cannot_be_file_names_are_left_out() {
-    let Some(moto) = Moto::start() else { return };
-    if !fuse_available() {
+    let Some((moto, _dir)) = bucket_with("bad", "d/good.b2nd") else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("d")).unwrap();
-    copy(&fixture(FX), &dir.path().join("d/good.b2nd"));
-    moto.mkbucket("bad");
-    moto.upload("bad", "", dir.path());
-    let f = dir.path().join("d/good.b2nd");
+    };
+    let f = fixture(FX);
     let long = format!("d/{}.b2nd", "n".repeat(1100));
     for key in [
         "d//b.b2nd",
@@ -231,15 +240,9 @@ fn keys_that_cannot_be_file_names_are_left_out() {
 /// is in it reads.
 #[test]
 fn a_prefix_wins_over_an_object_of_its_name() {
-    let Some(moto) = Moto::start() else { return };
-    if !fuse_available() {
+    let Some((moto, _dir)) = bucket_with("both", "k/inner.b2nd") else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("k")).unwrap();
-    copy(&fixture(FX), &dir.path().join("k/inner.b2nd"));
-    moto.mkbucket("both");
-    moto.upload("both", "", dir.path());
+    };
     moto.put("both", "k", &fixture(FX));
     let mut m = Remote::s3(&moto, "both", "").mount(&[]);
     let root: Vec<_> = std::fs::read_dir(m.mp())
@@ -303,17 +306,6 @@ fn weak_etags_read_and_a_replacement_is_caught() {
     m.unmount();
 }
 
-/// A process's peak resident memory (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb << 10
-}
-
 /// Listing pages of 4 objects named by 1 MiB each, 30 of them: the names
 /// are left out as they come, so the daemon holds about one page, not
 /// 120 MiB of names; the real entries after them list.
@@ -337,6 +329,10 @@ fn pages_of_huge_names_cost_one_page() {
     f.set_fault("none");
     assert_eq!(listed, BTreeSet::from(["real.txt".to_string()]));
     let grown = peak_rss(m.pid()).saturating_sub(before);
+    eprintln!(
+        "30 pages of 1 MiB names: the daemon grew by {} KiB",
+        grown >> 10
+    );
     assert!(grown < 48 << 20, "the daemon grew by {} MiB", grown >> 20);
     let log = m.log();
     m.unmount();

@@ -185,7 +185,10 @@ pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Lis
     let Some(mut l) = block_on(xml_pages(core, &url, &keys, true))? else {
         return Ok(None);
     };
-    dirs_win(&mut l);
+    let skipped = dirs_win(&mut l);
+    if start.is_empty() {
+        skipped.log(&format!("list {}/{dir}", core.loc));
+    }
     l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
     Ok(Some(l))
 }

@@ -5,7 +5,7 @@
 pub const NAME_MAX: usize = 255;
 
 /// Can `name` (one component) be a file name: not empty, not `.` or
-/// `..`, no `/` or NUL, at most [`NAME_MAX`] bytes?
+/// `..`, no `/` or NUL, at most 255 bytes (`NAME_MAX`)?
 pub fn showable(name: &str) -> bool {
     !name.is_empty()
         && name != "."

@@ -228,7 +228,8 @@ pub async fn xml_pages(
             break;
         }
     }
-    if !one_page {
+    // Once per listing of a directory, not at each lookup of a name.
+    if keys.start.is_empty() {
         skipped.log(&what);
     }
     if !one_page && !keys.dir.is_empty() && l.dirs.is_empty() && l.objects.is_empty() {
