@@ -26,12 +26,19 @@ Faults, by the syntax MODE[:ARG]:
                  counting them
   endless        (S3-style listings) every page says there is another,
                  with the same continuation token
+  weak-etag      every ETag weak (W/"..."), in listings too, and If-Match
+                 compared strongly (as nginx does): a 412 whenever sent
+  broken-pages   (S3-style listings) pages of one entry; every page after
+                 the first answers 503, as a store that died mid-listing
+  long-names:N   (S3-style listings) N pages of 4 objects named by 1 MiB
+                 each, then the real listing
   redirect:CODE[:PORT]
                  answers CODE (301, 302, 307, 308) with a Location of the
                  same path and query (without /_f/MODE) on 127.0.0.1:PORT,
                  or on this server (a relative one) without PORT
-overlong, endless and redirect are the faults set by /_fault that listings
-take; redirect is the one a login takes.
+overlong, endless, broken-pages, long-names and redirect are the faults set
+by /_fault that listings take (weak-etag applies to both, uncounted);
+redirect is the one a login takes.
 chosen either
   - for every request: POST /_fault?mode=MODE[&count=N] applies MODE to the
     next N GETs (default: all until POST /_fault?mode=none; `5xx:N` counts N)
@@ -210,8 +217,10 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 STATE["lists"] += 1
                 mode = STATE["mode"] or ""
-            listed = ("overlong:", "endless", "redirect:")
-            fault = take_fault() if mode.startswith(listed) else None
+            listing_faults = ("overlong:", "endless", "broken-pages", "long-names:", "redirect:")
+            fault = take_fault() if mode.startswith(listing_faults) else None
+            if fault in ("broken-pages",) or (fault or "").startswith("long-names:"):
+                return self.paged_listing(path, query, fault)
             return self.listing(path, query.get("prefix", [""])[0], query.get("delimiter"), fault)
         if path == "/_stats":
             with LOCK:
@@ -251,16 +260,45 @@ class Handler(BaseHTTPRequestHandler):
                        "<NextContinuationToken>again</NextContinuationToken>")
         else:
             out.append("<IsTruncated>false</IsTruncated>")
+        weak = "W/" if STATE["mode"] == "weak-etag" else ""
         for rel, st in sorted(files):
             when = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(st.st_mtime))
             out.append(f"<Contents><Key>{escape(rel)}</Key><LastModified>{when}</LastModified>"
-                       f"<ETag>{escape(etag(st))}</ETag><Size>{st.st_size}</Size></Contents>")
+                       f"<ETag>{escape(weak + etag(st))}</ETag><Size>{st.st_size}</Size></Contents>")
         out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in sorted(dirs)]
         out.append("</ListBucketResult>")
         body, headers = "\n".join(out).encode(), [("Content-Type", "application/xml")]
         if fault and fault.startswith("overlong:"):
             return self.overlong(200, body, headers, fault)
         self.answer(200, body, headers)
+
+    def paged_listing(self, path, query, fault):
+        """The broken-pages and long-names faults: pages of made-up or
+        real entries, the page number in the continuation token."""
+        page = int(query.get("continuation-token", ["0"])[0])
+        prefix = query.get("prefix", [""])[0]
+        with LOCK:
+            STATE["faulted"][fault.split(":")[0]] = STATE["faulted"].get(fault.split(":")[0], 0) + 1
+        if fault == "broken-pages":
+            if page > 0:
+                return self.answer(503, b"injected 503")
+            keys, more = [prefix + "first-page-entry"], True
+        else:
+            pages = int(fault.split(":")[1])
+            if page >= pages:
+                return self.listing(path, prefix, query.get("delimiter"))
+            keys = [prefix + f"{page}-{i}-" + "n" * (1 << 20) for i in range(4)]
+            more = True
+        # Until the fault's pages are served, every listing request takes it.
+        with LOCK:
+            STATE.update(mode=fault, left=None)
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>",
+               f"<NextContinuationToken>{page + 1}</NextContinuationToken>"]
+        out += [f"<Contents><Key>{escape(k)}</Key><Size>1</Size></Contents>" for k in keys]
+        out.append("</ListBucketResult>")
+        self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
 
     def serve(self, path, rng, fault):
         if fault:
@@ -278,7 +316,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(404, b"not found")
         st = os.stat(full)
         tag = etag(st, fault == "etag-change")
+        weak = STATE["mode"] == "weak-etag"
         want = self.headers.get("If-Match")
+        if weak:
+            tag = "W/" + tag
+            if want:  # a weak tag never matches strongly
+                return self.answer(412, b"precondition failed")
         if want and fault != "etag-change" and want != tag:
             return self.answer(412, b"precondition failed")
         size, start, end = st.st_size, 0, st.st_size  # end exclusive
@@ -299,7 +342,8 @@ class Handler(BaseHTTPRequestHandler):
         with open(full, "rb") as f:
             f.seek(start)
             body = f.read(end - start)
-        headers = [("ETag", tag), ("Accept-Ranges", "bytes")]
+        when = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(st.st_mtime))
+        headers = [("ETag", tag), ("Accept-Ranges", "bytes"), ("Last-Modified", when)]
         if ranged:
             headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
         if fault.startswith("overlong:"):

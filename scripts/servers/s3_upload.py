@@ -4,6 +4,8 @@
     s3_upload.py ENDPOINT mkbucket BUCKET
     s3_upload.py ENDPOINT upload BUCKET PREFIX DIR   every file under DIR, as PREFIX/relpath
     s3_upload.py ENDPOINT put BUCKET KEY FILE        one object (replacing the key's object)
+    s3_upload.py ENDPOINT putx BUCKET KEY FILE       the same, KEY with Python escapes
+                                                     (\\x00, \\x01: keys argv cannot carry)
     s3_upload.py ENDPOINT public BUCKET              a bucket policy letting anyone GET and list
 
 Credentials and region come from the usual AWS environment variables (moto
@@ -63,6 +65,10 @@ def main(argv):
         upload(s3, *args)
     elif cmd == "put" and len(args) == 3:
         s3.upload_file(args[2], args[0], args[1])
+    elif cmd == "putx" and len(args) == 3:
+        key = args[1].encode().decode("unicode_escape")
+        with open(args[2], "rb") as f:
+            s3.put_object(Bucket=args[0], Key=key, Body=f.read())
     elif cmd == "public" and len(args) == 1:
         public(s3, args[0])
     else:

@@ -260,6 +260,11 @@ impl Moto {
         self.s3(&["put", bucket, key, file.to_str().unwrap()]);
     }
 
+    /// One object whose key is given with Python escapes (`\\x00`).
+    pub fn putx(&self, bucket: &str, key: &str, file: &Path) {
+        self.s3(&["putx", bucket, key, file.to_str().unwrap()]);
+    }
+
     /// A bucket policy letting anyone list the bucket and read its objects.
     pub fn make_public(&self, bucket: &str) {
         self.s3(&["public", bucket]);

@@ -299,17 +299,6 @@ fn cat_says_why_a_remote_directory_cannot_be_read() {
     );
 }
 
-/// A process's peak resident memory (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .expect("VmHWM in /proc/PID/status");
-    kb << 10
-}
-
 /// Through a mount listed by the S3-style listing: answers that go on for
 /// 1 GiB past what they should (after a range, after a listing) fail that
 /// read or listing at once, and the daemon holds no more than it asked

@@ -393,3 +393,14 @@ pub fn first_diff(want: &[u8], got: &[u8]) -> String {
         None => format!("lengths {} (wanted) and {} (got)", want.len(), got.len()),
     }
 }
+
+/// A process's peak resident memory (`VmHWM`), in bytes.
+pub fn peak_rss(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb << 10
+}

@@ -13,6 +13,7 @@ mod faults;
 mod harness;
 mod lookups;
 mod matrix;
+mod names;
 mod objects;
 mod options;
 mod redirects;

@@ -3,25 +3,19 @@
 use crate::fetch::Fetcher;
 use crate::net::{block_on, chain, io_err, Counters, Counting, Setup};
 use crate::redirect::Redirects;
+use crate::s3::Bucket;
 use crate::session::Session;
 use crate::spans::SpanCache;
-use crate::{Core, Location, Options};
+use crate::{url, Core, Location, Options};
 use object_store::aws::AmazonS3Builder;
-use object_store::http::HttpBuilder;
-use object_store::list::PaginatedListStore;
-use object_store::path::Path;
-use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
+use object_store::ClientOptions;
 use parking_lot::Mutex;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What differs between the kinds of location.
 pub enum Backend {
     /// Keys are `prefix/key` in the bucket, listed page by page.
-    S3 {
-        prefix: String,
-        pages: Arc<dyn PaginatedListStore>,
-    },
+    S3 { prefix: String, bucket: Arc<Bucket> },
     /// Keys are `leaf/key` under `base` (no slash at its end); `leaf` is
     /// the object a URL not ending in `/` names ("" for a directory).
     Http {
@@ -61,8 +55,8 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
             _ => Redirects::None,
         },
     };
-    // The stores' builders want options; every request goes through
-    // `client`, set up by `setup`.
+    // The S3 builder wants options; every request goes through `client`,
+    // set up by `setup`.
     let copts = ClientOptions::new().with_allow_http(setup.allow_http);
     let mut session = None;
     if let Location::Caterva2 { url, .. } = &loc {
@@ -80,21 +74,50 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         }
     }
     let client = Counting::new(&setup, counters.clone(), session)?;
-    let retry = RetryConfig {
-        backoff: BackoffConfig {
-            init_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
-            base: 2.0,
-        },
-        max_retries: opts.retries as usize,
-        retry_timeout: crate::fetch::budget(opts.timeout),
+    let (backend, url_of) = backend(&loc, &opts, copts, &client)?;
+    let bucket = match &backend {
+        Backend::S3 { bucket, .. } => Some(bucket.clone()),
+        _ => None,
     };
-    let (store, backend): (Arc<dyn ObjectStore>, Backend) = match &loc {
+    let fetcher = Fetcher {
+        client,
+        url_of,
+        bucket,
+        shown: loc.to_string(),
+        counters: counters.clone(),
+        timeout: opts.timeout,
+        retries: opts.retries,
+    };
+    Ok(Core {
+        spans: Mutex::new(SpanCache::new(opts.span_cache)),
+        loc,
+        opts,
+        fetcher,
+        counters,
+        backend,
+        inflight: Mutex::new(Default::default()),
+        next_run: Default::default(),
+        hints: tokio::sync::Semaphore::new(16),
+    })
+}
+
+/// The URL of a key relative to a location.
+type UrlOf = Box<dyn Fn(&str) -> String + Send + Sync>;
+
+/// What differs for `loc`, and how its keys are named in URLs: the part
+/// of the location typed as a URL taken as typed, keys encoded by
+/// [`url::path`].
+fn backend(
+    loc: &Location,
+    opts: &Options,
+    copts: ClientOptions,
+    client: &Counting,
+) -> std::io::Result<(Backend, UrlOf)> {
+    Ok(match loc {
         Location::S3 { bucket, prefix } => {
             let mut b = AmazonS3Builder::from_env()
                 .with_bucket_name(bucket)
                 .with_client_options(copts)
-                .with_retry(retry)
                 .with_http_connector(client.clone())
                 .with_skip_signature(opts.anonymous);
             if let Some(r) = &opts.region {
@@ -106,9 +129,12 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
                     .with_allow_http(e.starts_with("http://"))
                     .with_virtual_hosted_style_request(false);
             }
-            let s3 = Arc::new(b.build().map_err(|e| os_err(&loc, e))?);
+            let store = b.clone().build().map_err(|e| os_err(loc, e))?;
+            let bucket = Arc::new(Bucket::new(&b, store, bucket));
+            let (base, p) = (bucket.url.clone(), prefix.clone());
+            let url_of = Box::new(move |key: &str| url::under(&base, &join(&p, key)));
             let prefix = prefix.clone();
-            (s3.clone(), Backend::S3 { prefix, pages: s3 })
+            (Backend::S3 { prefix, bucket }, url_of as UrlOf)
         }
         Location::Http { url } => {
             let (base, leaf) = url.rsplit_once('/').expect("a URL has a '/'");
@@ -118,64 +144,29 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
             } else {
                 (base, leaf)
             };
-            let store = http_store(base, copts, retry, &client).map_err(|e| os_err(&loc, e))?;
+            let typed = match leaf {
+                "" => base.to_string(),
+                l => format!("{base}/{l}"),
+            };
+            let url_of = Box::new(move |key: &str| url::under(&typed, key));
             let backend = Backend::Http {
                 base: base.to_string(),
                 leaf: leaf.to_string(),
                 manifest: Mutex::new(None),
             };
-            (store, backend)
+            (backend, url_of as UrlOf)
         }
         Location::Caterva2 { url, root } => {
             let fetch = format!("{url}/api/fetch");
-            let store = http_store(&fetch, copts, retry, &client).map_err(|e| os_err(&loc, e))?;
+            let r = root.clone();
+            let url_of = Box::new(move |key: &str| url::under(&fetch, &join(&r, key)));
             let backend = Backend::Caterva2 {
                 url: url.clone(),
                 root: root.clone(),
             };
-            (store, backend)
+            (backend, url_of as UrlOf)
         }
-    };
-    let base = match &backend {
-        Backend::S3 { prefix, .. } => prefix.clone(),
-        Backend::Http { leaf, .. } => leaf.clone(),
-        Backend::Caterva2 { root, .. } => root.clone(),
-    };
-    let fetcher = Fetcher {
-        store,
-        path_of: Box::new(move |key| Path::from(join(&base, key))),
-        shown: loc.to_string(),
-        counters: counters.clone(),
-        timeout: opts.timeout,
-        retries: opts.retries,
-    };
-    Ok(Core {
-        spans: Mutex::new(SpanCache::new(opts.span_cache)),
-        loc,
-        opts,
-        fetcher,
-        client,
-        counters,
-        backend,
-        inflight: Mutex::new(Default::default()),
-        next_run: Default::default(),
-        hints: tokio::sync::Semaphore::new(16),
     })
-}
-
-fn http_store(
-    url: &str,
-    copts: ClientOptions,
-    retry: RetryConfig,
-    client: &Counting,
-) -> object_store::Result<Arc<dyn ObjectStore>> {
-    let s = HttpBuilder::new()
-        .with_url(url)
-        .with_client_options(copts)
-        .with_retry(retry)
-        .with_http_connector(client.clone())
-        .build()?;
-    Ok(Arc::new(s))
 }
 
 /// The certificates of the PEM file `file` (`-o ca_file=`): at least one.

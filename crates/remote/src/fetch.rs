@@ -1,22 +1,23 @@
-//! One ranged GET of a pinned object version, checked and retried.
+//! One ranged GET of a pinned object version, built here, checked and
+//! retried.
 //!
-//! object_store refuses a `200` answer to a ranged request and a
-//! `Content-Range` other than the one asked for, and retries connection
-//! failures and 5xx answers itself (bounded by `RetryConfig`). On top of
-//! that, this checks what it does not: the object's ETag and total length
-//! (`Content-Range`) against the pinned ones, and the body's length (the
-//! client reads it no further than the range: a body that goes on is
-//! refused); and retries a body that breaks off mid-way. Every attempt
-//! runs under one deadline, so a read fails in bounded time.
+//! Every GET (objects, listings, manifests) goes through [`Fetcher`]: its
+//! URL made by [`crate::url`], signed for S3, sent through the counting
+//! connector (which reads no further than the range asked). One retry
+//! layer: 5xx and 429 answers, broken connections and bodies that break
+//! off are asked again with jittered backoff, every attempt under one
+//! deadline, so a read fails in bounded time. [`Fetcher::range`] checks
+//! what an answer says against the pinned version (see [`Pin`]).
 
-use crate::net::{chain, is_timeout, is_too_long, Counters};
+use crate::answer::{self, Want};
+use crate::net::{chain, is_final, is_timeout, Counters, Counting};
+use crate::s3::Bucket;
 use crate::Object;
 use bytes::Bytes;
-use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Why a fetch failed.
 #[derive(Clone, Debug)]
@@ -26,6 +27,9 @@ pub enum FetchError {
     /// The object is not there (404): `ENOENT` for a stat, a changed
     /// object for a read of an opened one.
     Gone(String),
+    /// The server answers no byte range of it (416, or a 200 to a ranged
+    /// request): `EIO`.
+    NoRange(String),
     /// Anything else, with the errno to report.
     Io(i32, String),
     /// A read-ahead was called off before it finished (internal).
@@ -37,6 +41,7 @@ impl FetchError {
     pub fn into_decode(self) -> blosc_decode::Error {
         match self {
             FetchError::Changed(m) | FetchError::Gone(m) => blosc_decode::Error::changed(m),
+            FetchError::NoRange(m) => blosc_decode::Error::io(libc::EIO, m),
             FetchError::Io(n, m) => blosc_decode::Error::io(n, m),
             FetchError::Cancelled => blosc_decode::Error::io(libc::EIO, "read-ahead cancelled"),
         }
@@ -46,17 +51,30 @@ impl FetchError {
         match self {
             FetchError::Changed(m) => crate::net::io_err(libc::ESTALE, m),
             FetchError::Gone(m) => crate::net::io_err(libc::ENOENT, m),
+            FetchError::NoRange(m) => crate::net::io_err(libc::EIO, m),
             FetchError::Io(n, m) => crate::net::io_err(n, m),
             FetchError::Cancelled => crate::net::io_err(libc::EIO, "read-ahead cancelled"),
         }
     }
+    /// The same error, its message after `what`.
+    pub fn named(self, what: &str) -> FetchError {
+        match self {
+            FetchError::Changed(m) => FetchError::Changed(format!("{what}: {m}")),
+            FetchError::Gone(m) => FetchError::Gone(format!("{what}: {m}")),
+            FetchError::NoRange(m) => FetchError::NoRange(format!("{what}: {m}")),
+            FetchError::Io(n, m) => FetchError::Io(n, format!("{what}: {m}")),
+            FetchError::Cancelled => FetchError::Cancelled,
+        }
+    }
 }
 
-/// An object version being read: the [`Object`] it was opened as, and the
-/// ETag learnt from the first answer if it was opened without one.
+/// An object version being read: the [`Object`] it was opened as, and
+/// what the first answer said of it. A strong ETag goes with every request
+/// as `If-Match`; a weak one (or none) cannot, so every answer's ETag,
+/// `Last-Modified` and total length are compared with the first's.
 pub struct Pin {
     pub obj: Object,
-    pub learned: std::sync::OnceLock<String>,
+    pub learned: std::sync::OnceLock<(Option<String>, Option<SystemTime>)>,
 }
 
 impl std::ops::Deref for Pin {
@@ -66,11 +84,13 @@ impl std::ops::Deref for Pin {
     }
 }
 
-/// What a fetch needs: the store, how to name objects, the limits.
+/// What a fetch needs: the client, how to name objects, the limits.
 pub struct Fetcher {
-    pub store: Arc<dyn ObjectStore>,
-    /// The store path of a key relative to the location.
-    pub path_of: Box<dyn Fn(&str) -> Path + Send + Sync>,
+    pub client: Counting,
+    /// The URL of a key relative to the location.
+    pub url_of: Box<dyn Fn(&str) -> String + Send + Sync>,
+    /// S3: how requests are signed.
+    pub bucket: Option<Arc<Bucket>>,
     /// The location as typed, for messages (`s3://b/prefix`).
     pub shown: String,
     pub counters: Arc<Counters>,
@@ -84,8 +104,11 @@ pub struct Answer {
     /// The object's total length (from `Content-Range`).
     pub len: u64,
     pub etag: Option<String>,
-    pub mtime: Option<std::time::SystemTime>,
+    pub mtime: Option<SystemTime>,
 }
+
+/// An error of one attempt, and whether another may be made.
+pub type Attempt<T> = Result<T, (FetchError, bool)>;
 
 impl Fetcher {
     /// How a key is named in messages.
@@ -105,8 +128,7 @@ impl Fetcher {
     }
 
     /// `range` of the pinned version `pin`: exactly those bytes, or an
-    /// error. An object opened without an ETag is pinned to the first one
-    /// an answer carries.
+    /// error.
     pub async fn range(&self, pin: &Pin, range: Range<u64>) -> Result<Bytes, FetchError> {
         let obj = &pin.obj;
         let what = format!(
@@ -116,27 +138,36 @@ impl Fetcher {
             range.end.saturating_sub(1)
         );
         let want = range.end - range.start;
-        let etag = obj.etag.clone().or_else(|| pin.learned.get().cloned());
+        let first = pin.learned.get();
+        let etag = obj.etag.clone().or_else(|| first.and_then(|f| f.0.clone()));
+        let strong = etag.clone().filter(|e| crate::parse::strong_etag(e));
         let ans = self
-            .get(obj, GetRange::Bounded(range), etag.clone())
+            .get(&obj.key, Want::Range(range), strong.as_deref())
             .await
-            .map_err(|e| prefix(e, &what))?;
+            .map_err(|e| e.named(&what))?;
         if ans.len != obj.len {
             return Err(FetchError::Changed(format!(
                 "{what}: the object is now {} bytes, not {}",
                 ans.len, obj.len
             )));
         }
-        let etag = match (etag, &ans.etag) {
-            (None, Some(b)) => Some(pin.learned.get_or_init(|| b.clone()).clone()),
-            (a, _) => a,
-        };
+        let first = pin
+            .learned
+            .get_or_init(|| (ans.etag.clone(), ans.mtime))
+            .clone();
+        let etag = etag.or(first.0);
         if let (Some(a), Some(b)) = (&etag, &ans.etag) {
             if a != b {
                 return Err(FetchError::Changed(format!(
                     "{what}: the object changed (ETag {b}, opened as {a})"
                 )));
             }
+        }
+        if strong.is_none() && first.1.is_some() && ans.mtime != first.1 {
+            return Err(FetchError::Changed(format!(
+                "{what}: the object changed (Last-Modified {:?}, opened at {:?})",
+                ans.mtime, first.1
+            )));
         }
         if ans.data.len() as u64 != want {
             return Err(FetchError::Io(
@@ -147,88 +178,93 @@ impl Fetcher {
         Ok(ans.data)
     }
 
-    /// A GET of `range` of `key` (any version unless `if_match`), with its
-    /// metadata: retried when the body breaks off, under one deadline.
+    /// A GET of `want` of `key` (any version unless `if_match`), with its
+    /// metadata: retried under one deadline.
     pub async fn get(
         &self,
-        obj: &Object,
-        range: GetRange,
-        if_match: Option<String>,
+        key: &str,
+        want: Want,
+        if_match: Option<&str>,
     ) -> Result<Answer, FetchError> {
-        let path = (self.path_of)(&obj.key);
-        let opts = GetOptions {
-            range: Some(range),
-            if_match,
-            ..Default::default()
-        };
+        let url = (self.url_of)(key);
+        let mut headers = Vec::new();
+        if let Some(r) = want.header() {
+            headers.push((http::header::RANGE, r));
+        }
+        if let Some(t) = if_match {
+            headers.push((http::header::IF_MATCH, t.to_string()));
+        }
+        let a = self
+            .retried(&self.url(key), || async {
+                let res = self.send(&url, &headers).await?;
+                answer::object(res, &want).await
+            })
+            .await?;
+        Counters::add(&self.counters.bytes, a.data.len() as u64);
+        Ok(a)
+    }
+
+    /// One GET of `url` with `headers`, signed for S3: the answer, its
+    /// body unread (the connector bounds it). A failure to connect may be
+    /// retried.
+    pub async fn send(
+        &self,
+        url: &str,
+        headers: &[(http::HeaderName, String)],
+    ) -> Attempt<object_store::client::HttpResponse> {
+        let mut req = http::Request::get(url);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        let mut req = req
+            .body(object_store::client::HttpRequestBody::empty())
+            .map_err(|e| (FetchError::Io(libc::EINVAL, e.to_string()), false))?;
+        if let Some(b) = &self.bucket {
+            b.sign(&mut req).await.map_err(|e| (e, false))?;
+        }
+        self.client.execute(req).await.map_err(|e| {
+            let again = !is_final(&e);
+            (classify(&e), again)
+        })
+    }
+
+    /// `attempt` until it succeeds or fails for good, at most
+    /// [`Fetcher::retries`] times more, all within [`Fetcher::budget`].
+    /// (`what` names it in the debug log.)
+    pub async fn retried<T, F, Fut>(&self, what: &str, attempt: F) -> Result<T, FetchError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Attempt<T>>,
+    {
         let deadline = Instant::now() + self.budget();
-        let mut attempt = 0;
+        let mut n = 0;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let once = tokio::time::timeout(left, self.once(&path, opts.clone())).await;
-            let err = match once {
+            let err = match tokio::time::timeout(left, attempt()).await {
                 Err(_) => {
                     return Err(FetchError::Io(
                         libc::ETIMEDOUT,
                         format!("no complete answer in {:?}", self.budget()),
                     ))
                 }
-                Ok(Ok(a)) => {
-                    Counters::add(&self.counters.bytes, a.data.len() as u64);
-                    return Ok(a);
-                }
+                Ok(Ok(a)) => return Ok(a),
                 Ok(Err((e, false))) => return Err(e),
                 Ok(Err((e, true))) => e,
             };
-            if attempt >= self.retries || Instant::now() >= deadline {
+            if n >= self.retries || Instant::now() >= deadline {
                 return Err(err);
             }
-            attempt += 1;
+            n += 1;
             Counters::add(&self.counters.retries, 1);
-            log::debug!("{}: {err:?}; retrying", self.url(&obj.key));
-            tokio::time::sleep(backoff(attempt)).await;
+            log::debug!("{what}: {err:?}; retrying");
+            tokio::time::sleep(backoff(n)).await;
         }
-    }
-
-    /// One request; the error says whether it may be retried.
-    async fn once(&self, path: &Path, opts: GetOptions) -> Result<Answer, (FetchError, bool)> {
-        let res = self.store.get_opts(path, opts).await.map_err(|e| {
-            let e = classify(e);
-            (e, false)
-        })?;
-        let meta = res.meta.clone();
-        let want = res.range.end - res.range.start;
-        // A body longer than its range is cut off by the client (never
-        // read further, not asked for again).
-        let data = res.bytes().await.map_err(|e| {
-            let again = !is_too_long(&e);
-            (classify(e), again)
-        })?;
-        if data.len() as u64 != want {
-            let m = format!("the answer broke off after {} of {want} bytes", data.len());
-            return Err((FetchError::Io(libc::EIO, m), true));
-        }
-        Ok(Answer {
-            data,
-            len: meta.size,
-            etag: meta.e_tag,
-            mtime: Some(meta.last_modified.into()),
-        })
     }
 }
 
 /// See [`Fetcher::budget`].
 pub fn budget(timeout: Duration) -> Duration {
     timeout * 2 + Duration::from_secs(1)
-}
-
-fn prefix(e: FetchError, what: &str) -> FetchError {
-    match e {
-        FetchError::Changed(m) => FetchError::Changed(format!("{what}: {m}")),
-        FetchError::Gone(m) => FetchError::Gone(format!("{what}: {m}")),
-        FetchError::Io(n, m) => FetchError::Io(n, format!("{what}: {m}")),
-        FetchError::Cancelled => FetchError::Cancelled,
-    }
 }
 
 /// Jittered exponential backoff: ~100 ms, 200 ms, 400 ms ... (at most 2 s).
@@ -240,16 +276,12 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis((base / 2 + nanos % base.max(1)).min(2000))
 }
 
-/// An object_store error as a [`FetchError`], without the store's noise.
-pub fn classify(e: object_store::Error) -> FetchError {
-    use object_store::Error as E;
-    match &e {
-        E::Precondition { .. } => {
-            FetchError::Changed("the object changed (412 Precondition Failed)".into())
-        }
-        E::NotFound { .. } => FetchError::Gone("no such object (404)".into()),
-        _ if is_timeout(&e) => FetchError::Io(libc::ETIMEDOUT, chain(&e)),
-        _ => FetchError::Io(libc::EIO, chain(&e)),
+/// A failed request (or body) as a [`FetchError`].
+pub fn classify(e: &object_store::client::HttpError) -> FetchError {
+    if is_timeout(e) {
+        FetchError::Io(libc::ETIMEDOUT, chain(e))
+    } else {
+        FetchError::Io(libc::EIO, chain(e))
     }
 }
 
@@ -259,31 +291,18 @@ mod tests {
 
     #[test]
     fn errors_map_to_errnos() {
-        let gen = |m: &str| object_store::Error::Generic {
-            store: "S3",
-            source: Box::new(std::io::Error::other(m.to_string())),
-        };
-        let timed_out = classify(gen("error sending request: operation timed out"));
-        assert!(matches!(timed_out, FetchError::Io(libc::ETIMEDOUT, _)));
-        assert!(matches!(
-            classify(gen("503 Slow Down")),
-            FetchError::Io(libc::EIO, _)
-        ));
-        let pre = object_store::Error::Precondition {
-            path: "k".into(),
-            source: "412".into(),
-        };
-        assert!(matches!(classify(pre), FetchError::Changed(_)));
-        let gone = object_store::Error::NotFound {
-            path: "k".into(),
-            source: "404".into(),
-        };
-        let e = classify(gone);
-        assert!(matches!(e, FetchError::Gone(_)));
+        use object_store::client::{HttpError, HttpErrorKind};
+        let e = HttpError::new(HttpErrorKind::Timeout, std::io::Error::other("slow"));
+        assert!(matches!(classify(&e), FetchError::Io(libc::ETIMEDOUT, _)));
+        let e = HttpError::new(HttpErrorKind::Connect, std::io::Error::other("refused"));
+        assert!(matches!(classify(&e), FetchError::Io(libc::EIO, _)));
+        let e = FetchError::Gone("404".into());
         assert_eq!(e.clone().into_io().kind(), std::io::ErrorKind::NotFound);
         assert_eq!(crate::net::errno_of(&e.into_io()), libc::ENOENT);
         let d = FetchError::Changed("x".into()).into_decode();
         assert_eq!(d.kind, blosc_decode::error::ErrorKind::Changed);
+        let n = FetchError::NoRange("416".into()).named("GET x");
+        assert!(matches!(n, FetchError::NoRange(ref m) if m == "GET x: 416"));
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! - `s3://bucket/prefix`: credentials from the usual AWS environment and
 //!   instance chain; [`Options::region`], [`Options::endpoint`] (MinIO, Ceph,
 //!   moto: path-style requests) and [`Options::anonymous`] (public buckets,
-//!   unsigned requests). Listing: `ListObjectsV2` with delimiter `/`.
+//!   unsigned requests). Listing: `ListObjectsV2` with delimiter `/` and
+//!   `encoding-type=url`. Requests are built here and signed with SigV4
+//!   (object_store's `AwsAuthorizer` and credential chain).
 //! - `http://host/dir/` or `https://...`: any server that honours `Range`.
 //!   A URL ending in `/` is a directory, listed from the manifest
 //!   ([`Options::manifest`]) if one is named, else from an S3-style XML
@@ -21,6 +23,21 @@
 //!   ranges with an ETag; directories come from `/api/list`. With
 //!   [`Options::user`] and [`Options::password_file`] the crate logs in
 //!   (`/auth/jwt/login`) and sends the session cookie.
+//!
+//! # Names
+//! A key is the exact text the store gives (`%` is a literal character);
+//! every request names it through one encoding, every byte but `A-Z a-z
+//! 0-9 - . _ ~` as `%XX` (a location typed as an HTTP URL is sent as
+//! typed, the keys under it encoded). An S3 listing answered with
+//! `<EncodingType>url` is decoded exactly as S3 encodes (`%XX`, `+` for a
+//! space); one that is not is taken raw. A name that cannot be a file name
+//! is left out of its listing with one log line per listing (how many, one
+//! example), never failing the directory: an empty, `.` or `..` component
+//! (`a//b`, `a/./b`, a leading `/`), NUL, a component over 255 bytes, an
+//! entry outside the prefix listed. An object `k` beside a prefix `k/`:
+//! the directory is shown, the object left out (logged the same way).
+//! Besides the entry bound, a listing keeps at most 256 MiB of
+//! names.
 //!
 //! HTTPS servers are checked against the system's certificate authorities
 //! (or `SSL_CERT_FILE` / `SSL_CERT_DIR`) and those of [`Options::ca_file`].
@@ -38,9 +55,9 @@
 //! MiB, one object a line: `SIZE PATH` (SIZE in bytes, decimal, then one space) or just `PATH`
 //! (its size is then learnt with one ranged GET of its tail when listed).
 //! PATH is relative to the base URL, `/`-separated, taken verbatim to the
-//! end of the line (spaces included; no `.` or `..` components). Blank lines
-//! and lines starting with `#` are ignored. Directories are implied by the
-//! paths.
+//! end of the line (spaces included). A PATH that cannot be a file's path
+//! (see Names) is left out. Blank lines and lines starting with `#` are
+//! ignored. Directories are implied by the paths.
 //!
 //! # Cost model (counted in requests)
 //! - Opening a container ([`RemoteObject::prefetch_open`]): at most 2 GETs,
@@ -72,30 +89,37 @@
 //!
 //! # Versions
 //! An object is read as the version its [`Object`] describes: every ranged
-//! GET sends `If-Match` with the ETag when one is known, and its answer is
-//! checked (ETag, `Content-Range` total, body length); a mismatch or a 412
-//! is [`blosc_decode::error::ErrorKind::Changed`], never bytes of two
-//! versions. A `200` to a ranged request is refused. An object listed
-//! without an ETag (a manifest line) is pinned to the ETag of the first
-//! answer, and to its length; if the server sends no ETag at all, to its
-//! length only, and such an object shares no cached bytes with other opens.
+//! GET sends `If-Match` with the ETag when it is a strong one, and its
+//! answer is checked (ETag, `Content-Range` total, body length); a mismatch
+//! or a 412 is [`blosc_decode::error::ErrorKind::Changed`], never bytes of
+//! two versions. A `200` to a ranged request is refused. A weak ETag
+//! (`W/"..."`) is never sent as `If-Match` (servers compare it strongly and
+//! answer 412): every answer's ETag, `Last-Modified` and total length are
+//! compared with the first answer's instead. An object listed without an
+//! ETag (a manifest line) is pinned to the ETag of the first answer, and to
+//! its length; if the server sends no ETag at all, to its length only, and
+//! such an object shares no cached bytes with other opens.
 //!
 //! # Failures
-//! Every request has [`Options::timeout`]; failed requests are retried
-//! ([`Options::retries`], jittered backoff) and a read gives up after
+//! Every request has [`Options::timeout`]; failed requests (no answer, a
+//! 5xx or 429, a body that broke off) are retried ([`Options::retries`],
+//! jittered backoff) and a read gives up after
 //! twice the timeout and a second, with `EIO` or
 //! `ETIMEDOUT` and a message naming the URL and the byte range. A body is
 //! read no further than its range (a manifest, listing page or Caterva2
 //! list no further than 64 MiB): a longer answer fails at once, costing no
 //! more memory than was asked for. A listing fails at a continuation token
-//! given before or past 4,194,304 entries. Messages never contain
-//! credentials.
+//! given before or past 4,194,304 entries. An error answer's message
+//! carries an S3 error document's `Code` and `Message`, never the raw
+//! body. Messages never contain credentials.
 
 mod ahead;
+mod answer;
 mod connect;
 mod fetch;
 mod list;
 mod location;
+mod names;
 mod net;
 mod object;
 mod optfile;
@@ -104,17 +128,19 @@ pub mod parse; // public for the fuzz target only
 mod redirect;
 mod requests;
 mod resolve;
+mod s3;
 mod session;
 mod spans;
 #[cfg(test)]
 mod tests;
+mod url;
 
 pub use location::Location;
 pub use net::{errno_of, Stats};
 pub use object::RemoteObject;
 
 use fetch::Fetcher;
-use net::{Counters, Counting};
+use net::Counters;
 use object::Pending;
 use parking_lot::Mutex;
 use spans::{SpanCache, Version};
@@ -212,7 +238,6 @@ pub(crate) struct Core {
     pub loc: Location,
     pub opts: Options,
     pub fetcher: Fetcher,
-    pub client: Counting,
     pub counters: Arc<Counters>,
     pub backend: connect::Backend,
     pub spans: Mutex<SpanCache>,
@@ -293,8 +318,7 @@ impl Remote {
 }
 
 /// The span cache's name for a version of an object: its key, ETag and
-/// length (not its mtime: some servers send none, and object_store then
-/// makes one up).
+/// length (not its mtime: some servers send none).
 pub(crate) fn version_of(obj: &Object) -> Version {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -1,16 +1,15 @@
 //! Listings and stats of each kind of location.
 
+use crate::answer::Want;
 use crate::connect::{join, Backend};
-use crate::fetch::{classify, FetchError};
-use crate::net::{block_on, chain, io_err};
+use crate::fetch::FetchError;
+use crate::names::Skipped;
+use crate::net::{block_on, io_err};
 use crate::parse::{self, Tree};
-use crate::requests::{crate_list, manifest, xml_list, Paging};
+use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
 use crate::spans::PAGE;
 use crate::{version_of, Core, Entry, Listing, Object};
 use futures::StreamExt;
-use object_store::list::{PaginatedListOptions, PaginatedListResult, PaginatedListStore};
-use object_store::path::Path;
-use object_store::{GetOptions, GetRange};
 use std::io;
 
 type Result<T, E = io::Error> = std::result::Result<T, E>;
@@ -22,14 +21,18 @@ const TAIL: u64 = 256 << 10;
 const PROBES: usize = 16;
 
 pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
-    if !dir.is_empty() && !parse::clean_path(dir) {
+    if !dir.is_empty() && !parse::showable_path(dir) {
         return Err(io_err(
             libc::EINVAL,
             format!("{}: bad directory `{dir}`", core.loc),
         ));
     }
     let mut l = match &core.backend {
-        Backend::S3 { prefix, pages } => block_on(s3_list(core, pages, &join(prefix, dir), dir))?,
+        Backend::S3 { prefix, bucket } => {
+            let keys = Keys::dir(&join(prefix, dir));
+            let url = format!("{}/", bucket.url);
+            block_on(xml_pages(core, &url, &keys, false))?.expect("a whole listing")
+        }
         Backend::Http { leaf, .. } if !leaf.is_empty() => {
             return Err(io_err(
                 libc::ENOTDIR,
@@ -42,17 +45,37 @@ pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
         }
         Backend::Http { base, .. } => block_on(xml_list(core, base, dir))?,
         Backend::Caterva2 { url, root } => {
-            let names = block_on(crate_list(core, url, &join(root, dir)))?;
+            let (names, skipped) = block_on(crate_list(core, url, &join(root, dir)))?;
+            skipped.log(&format!("list {}/{dir}", core.loc));
             let tree = Tree::new(names.into_iter().map(|n| (n, None)));
             from_tree(core, &tree, "", dir)?
         }
     };
+    dirs_win(&mut l).log(&format!("list {}/{dir}", core.loc));
     l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
     Ok(l)
 }
 
+/// An object and a directory of the same name: the directory is shown,
+/// the object left out (what was left out returned).
+fn dirs_win(l: &mut Listing) -> Skipped {
+    let mut skipped = Skipped::default();
+    if l.dirs.is_empty() {
+        return skipped;
+    }
+    let dirs: std::collections::HashSet<&str> = l.dirs.iter().map(String::as_str).collect();
+    l.objects.retain(|o| {
+        let keep = !dirs.contains(o.key.as_str());
+        if !keep {
+            skipped.skip(&o.key);
+        }
+        keep
+    });
+    skipped
+}
+
 pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
-    if !key.is_empty() && !parse::clean_path(key) {
+    if !key.is_empty() && !parse::showable_path(key) {
         return Err(io_err(
             libc::ENOENT,
             format!("{}: bad key `{key}`", core.loc),
@@ -89,9 +112,8 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
     // Not an object: a directory if anything is listed under it.
     let dir = match &core.backend {
         // Its listing without the stats of what is in it.
-        Backend::Caterva2 { url, root } => {
-            block_on(crate_list(core, url, &join(root, key))).is_ok_and(|names| !names.is_empty())
-        }
+        Backend::Caterva2 { url, root } => block_on(crate_list(core, url, &join(root, key)))
+            .is_ok_and(|(names, _)| !names.is_empty()),
         _ => list(core, key).is_ok_and(|l| !l.dirs.is_empty() || !l.objects.is_empty()),
     };
     match dir {
@@ -106,39 +128,17 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
 /// The object `key` (any version): one GET of its tail, kept in the span
 /// cache.
 async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
-    let stub = Object {
-        key: key.to_string(),
-        len: 0,
-        etag: None,
-        mtime: None,
-    };
     let f = &core.fetcher;
     let what = format!("GET {}", f.url(key));
-    let named = |e: FetchError| match e {
-        FetchError::Gone(m) => FetchError::Gone(format!("{what}: {m}")),
-        FetchError::Changed(m) => FetchError::Changed(format!("{what}: {m}")),
-        FetchError::Io(n, m) => FetchError::Io(n, format!("{what}: {m}")),
-        e => e,
-    };
-    let ans = match f
-        .get(&stub, GetRange::Suffix(TAIL), None)
-        .await
-        .map_err(named)
-    {
-        Err(e @ (FetchError::Gone(_) | FetchError::Changed(_))) => return Err(e),
+    let get = |want| async { f.get(key, want, None).await.map_err(|e| e.named(&what)) };
+    let ans = match get(Want::Suffix(TAIL)).await {
         // A server that refuses suffix ranges (416, or a 200 answer); an
         // empty object (416).
-        Err(FetchError::Io(_, m)) if m.contains("416") || m.contains("non-partial") => match f
-            .get(&stub, GetRange::Bounded(0..TAIL), None)
-            .await
-            .map_err(named)
-        {
-            Ok(a) => a,
-            Err(FetchError::Io(..)) => return empty(core, key).await,
-            Err(e) => return Err(e),
+        Err(FetchError::NoRange(_)) => match get(Want::Range(0..TAIL)).await {
+            Err(FetchError::NoRange(_)) => get(Want::Empty).await?,
+            a => a?,
         },
-        Err(e) => return Err(e),
-        Ok(a) => a,
+        a => a?,
     };
     let mtime = ans.mtime.filter(|t| *t != std::time::UNIX_EPOCH);
     let obj = Object {
@@ -170,136 +170,27 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     Ok(obj)
 }
 
-/// An object no range can be asked of: an empty one (the answer's headers
-/// say; the body is not read).
-async fn empty(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
-    let what = format!("GET {}", core.fetcher.url(key));
-    let path = (core.fetcher.path_of)(key);
-    let res = core
-        .fetcher
-        .store
-        .get_opts(&path, GetOptions::default())
-        .await
-        .map_err(classify);
-    let res = res.map_err(|e| match e {
-        FetchError::Io(n, m) => FetchError::Io(n, format!("{what}: {m}")),
-        e => e,
-    })?;
-    if res.meta.size != 0 {
-        return Err(FetchError::Io(
-            libc::EIO,
-            format!("{what}: the server answers no byte range"),
-        ));
-    }
-    Ok(Object {
-        key: key.to_string(),
-        len: 0,
-        etag: res.meta.e_tag,
-        mtime: None,
-    })
-}
-
-async fn s3_list(
-    core: &Arc<Core>,
-    pages: &Arc<dyn PaginatedListStore>,
-    full: &str,
-    dir: &str,
-) -> Result<Listing> {
-    let what = format!("list {}/{dir}", core.loc);
-    let prefix = s3_prefix(full, "");
-    let mut l = Listing::default();
-    let mut paging = Paging::default();
-    let mut token = None;
-    loop {
-        let page = s3_page(pages, prefix.as_deref(), token, &what).await?;
-        let n = page.result.common_prefixes.len() + page.result.objects.len();
-        add_page(&mut l, page.result);
-        token = paging.next(page.page_token, n, &what)?;
-        if token.is_none() {
-            break;
-        }
-    }
-    if !dir.is_empty() && l.dirs.is_empty() && l.objects.is_empty() {
-        return Err(io_err(
-            libc::ENOENT,
-            format!("{}/{dir}: nothing there", core.loc),
-        ));
-    }
-    Ok(l)
-}
-
 /// The entries of `dir` whose names start with `start` (no `/` in it;
 /// empty: all of them), if one request can tell: an S3 store, and one page
 /// of such names (`None` otherwise: list `dir` whole).
 pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Listing>> {
-    let Backend::S3 { prefix, pages } = &core.backend else {
+    let Backend::S3 { prefix, bucket } = &core.backend else {
         return Ok(None);
     };
-    if start.contains('/') || !dir.is_empty() && !parse::clean_path(dir) {
+    if start.contains('/') || !dir.is_empty() && !parse::showable_path(dir) {
         return Ok(None);
     }
-    let what = format!("list {}/{dir}/{start}*", core.loc);
-    let keys = s3_prefix(&join(prefix, dir), start);
-    let page = block_on(s3_page(pages, keys.as_deref(), None, &what))?;
-    if page.page_token.is_some() {
+    let keys = Keys::start(&join(prefix, dir), start);
+    let url = format!("{}/", bucket.url);
+    let Some(mut l) = block_on(xml_pages(core, &url, &keys, true))? else {
         return Ok(None);
+    };
+    let skipped = dirs_win(&mut l);
+    if start.is_empty() {
+        skipped.log(&format!("list {}/{dir}", core.loc));
     }
-    let mut l = Listing::default();
-    add_page(&mut l, page.result);
     l.objects.iter_mut().for_each(|o| o.key = join(dir, &o.key));
     Ok(Some(l))
-}
-
-/// The key prefix of the names starting with `start` in directory `full`
-/// (the whole key under the bucket), as object_store names keys: `full/`
-/// for all of them, `None` for the whole bucket.
-fn s3_prefix(full: &str, start: &str) -> Option<String> {
-    match (full.is_empty(), start.is_empty()) {
-        (true, true) => None,
-        (false, true) => Some(format!("{}/", Path::from(full).as_ref())),
-        (_, false) => Some(Path::from(join(full, start)).as_ref().to_string()),
-    }
-}
-
-/// One page of an S3 listing by `/` of the keys starting with `prefix`.
-async fn s3_page(
-    pages: &Arc<dyn PaginatedListStore>,
-    prefix: Option<&str>,
-    token: Option<String>,
-    what: &str,
-) -> Result<PaginatedListResult> {
-    let opts = PaginatedListOptions {
-        delimiter: Some("/".into()),
-        page_token: token,
-        ..Default::default()
-    };
-    pages
-        .list_paginated(prefix, opts)
-        .await
-        .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))
-}
-
-/// The directories and objects of a page, by their names.
-fn add_page(l: &mut Listing, r: object_store::ListResult) {
-    for p in r.common_prefixes {
-        l.dirs.push(decoded(p.filename().unwrap_or_default()));
-    }
-    for m in r.objects {
-        let name = decoded(m.location.filename().unwrap_or_default());
-        let mtime = Some(m.last_modified.into());
-        l.objects.push(Object {
-            key: name,
-            len: m.size,
-            etag: m.e_tag,
-            mtime,
-        });
-    }
-}
-
-fn decoded(part: &str) -> String {
-    percent_encoding::percent_decode_str(part)
-        .decode_utf8_lossy()
-        .into_owned()
 }
 
 /// One level of `tree`, sizes it lacks probed concurrently (objects that

@@ -53,8 +53,7 @@ pub struct Stats {
     pub lists: u64,
     /// Body bytes received by reads.
     pub bytes: u64,
-    /// Requests repeated after a failure (by this crate; object_store's own
-    /// retries of a failed request count as further GETs).
+    /// Requests repeated after a failure.
     pub retries: u64,
     /// Reads, listings and stats that failed in the end.
     pub errors: u64,

@@ -1,5 +1,6 @@
 //! Pure parsers: the manifest, the S3-style XML listing, Caterva2's list.
 
+pub use crate::names::{showable, showable_path, Skipped};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
@@ -55,14 +56,14 @@ impl Tree {
     }
 }
 
-/// Is `p` a usable relative path (no empty, `.` or `..` components)?
-pub fn clean_path(p: &str) -> bool {
-    !p.is_empty() && p.split('/').all(|c| !c.is_empty() && c != "." && c != "..")
-}
+/// A manifest's lines: `(path, size)` each.
+pub type Items = Vec<(String, Option<u64>)>;
 
-/// A manifest (see the crate docs): `(path, size)` per line.
-pub fn manifest(text: &str) -> Result<Vec<(String, Option<u64>)>, String> {
+/// A manifest (see the crate docs): `(path, size)` per line, and the
+/// paths left out (not [`showable_path`]).
+pub fn manifest(text: &str) -> Result<(Items, Skipped), String> {
     let mut out = Vec::new();
+    let mut skipped = Skipped::default();
     for (n, line) in text.lines().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() || line.starts_with('#') {
@@ -77,12 +78,13 @@ pub fn manifest(text: &str) -> Result<Vec<(String, Option<u64>)>, String> {
             }
             _ => (None, line),
         };
-        if !clean_path(path) {
-            return Err(format!("line {}: `{path}` is not a relative path", n + 1));
+        if showable_path(path) {
+            out.push((path.to_string(), size));
+        } else {
+            skipped.skip(path);
         }
-        out.push((path.to_string(), size));
     }
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// One page of an S3 `ListObjectsV2` answer.
@@ -94,6 +96,8 @@ pub struct XmlPage {
     pub prefixes: Vec<String>,
     /// The token for the next page, if truncated.
     pub next: Option<String>,
+    /// Keys and prefixes are URL-encoded (`<EncodingType>url`).
+    pub encoded: bool,
 }
 
 /// Parse a `ListBucketResult` document.
@@ -161,6 +165,7 @@ pub fn xml_listing(doc: &str) -> Result<XmlPage, String> {
                     [_, "CommonPrefixes", "Prefix"] => page.prefixes.push(t),
                     [_, "IsTruncated"] => truncated = t == "true",
                     [_, "NextContinuationToken"] => page.next = Some(t),
+                    [_, "EncodingType"] => page.encoded = t == "url",
                     _ => {}
                 }
                 path.pop();
@@ -181,21 +186,87 @@ pub fn xml_listing(doc: &str) -> Result<XmlPage, String> {
 }
 
 /// Caterva2's `/api/list` answer: a JSON array of paths relative to the
-/// listed directory (all levels below it).
-pub fn caterva2_list(body: &[u8]) -> Result<Vec<String>, String> {
+/// listed directory (all levels below it), and those left out (not
+/// [`showable_path`]).
+pub fn caterva2_list(body: &[u8]) -> Result<(Vec<String>, Skipped), String> {
+    let mut skipped = Skipped::default();
     let v: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("list answer is not JSON: {e}"))?;
     let items = v.as_array().ok_or("list answer is not a JSON array")?;
     let mut out = Vec::with_capacity(items.len());
     for it in items {
         let p = it.as_str().ok_or("list answer holds a non-string")?;
-        if clean_path(p) {
+        if showable_path(p) {
             out.push(p.to_string());
         } else {
-            log::warn!("Caterva2 listing: skipping `{p}` (not a relative path)");
+            skipped.skip(p);
         }
     }
-    Ok(out)
+    Ok((out, skipped))
+}
+
+/// A `Content-Range: bytes A-B/TOTAL` header: `(A, B, TOTAL)`, `B`
+/// inclusive, `A <= B < TOTAL`.
+pub fn content_range(v: &str) -> Option<(u64, u64, u64)> {
+    let (range, total) = v.trim().strip_prefix("bytes ")?.split_once('/')?;
+    let (a, b) = range.split_once('-')?;
+    let num = |s: &str| {
+        let s = s.trim();
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    let (a, b, total) = (num(a)?, num(b)?, num(total)?);
+    (a <= b && b < total).then_some((a, b, total))
+}
+
+/// An HTTP date (`Last-Modified`).
+pub fn http_date(v: &str) -> Option<SystemTime> {
+    chrono::DateTime::parse_from_rfc2822(v.trim())
+        .ok()
+        .map(SystemTime::from)
+}
+
+/// Is `etag` a strong ETag (one `If-Match` compares byte for byte)?
+pub fn strong_etag(etag: &str) -> bool {
+    !etag.starts_with("W/")
+}
+
+/// The words of an S3 error document (`<Error><Code>..</Code><Message>..`):
+/// `"Code: Message"`, printable characters only, at most 200; `None` if
+/// the body is not one.
+pub fn s3_error(body: &[u8]) -> Option<String> {
+    use quick_xml::events::Event;
+    let doc = std::str::from_utf8(body).ok()?;
+    let mut r = quick_xml::Reader::from_str(doc);
+    let (mut code, mut message, mut field) = (None, None, None);
+    loop {
+        match r.read_event().ok()? {
+            Event::Start(e) => field = Some(e.local_name().as_ref().to_vec()),
+            Event::Text(t) => {
+                let t = t.decode().ok()?.trim().to_string();
+                match field.as_deref() {
+                    Some(b"Code") => code = Some(t),
+                    Some(b"Message") => message = Some(t),
+                    _ => {}
+                }
+            }
+            Event::End(_) => field = None,
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    let words = match (code?, message) {
+        (c, Some(m)) => format!("{c}: {m}"),
+        (c, None) => c,
+    };
+    Some(
+        words
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -204,7 +275,8 @@ mod tests {
 
     #[test]
     fn manifest_lines() {
-        let m = manifest("# comment\n12 a/b.b2frame\r\n\nc d.b2nd\n7\n00 z\n").unwrap();
+        let (m, skipped) = manifest("# comment\n12 a/b.b2frame\r\n\nc d.b2nd\n7\n00 z\n").unwrap();
+        assert_eq!(skipped.count, 0);
         assert_eq!(
             m,
             vec![
@@ -214,10 +286,11 @@ mod tests {
                 ("z".into(), Some(0)),
             ]
         );
-        assert!(manifest("1 ../etc/passwd").unwrap_err().contains("line 1"));
-        assert!(manifest("ok\n/abs").unwrap_err().contains("line 2"));
+        let bad = "1 ../etc/passwd\nok\n/abs\na//b\nnul\0.b2nd\nend/\n";
+        let (m, skipped) = manifest(bad).unwrap();
+        assert_eq!(m, vec![("ok".into(), None)]);
+        assert_eq!(skipped.count, 5);
         assert!(manifest("99999999999999999999999 x").is_err());
-        assert!(manifest("a//b").is_err());
     }
 
     #[test]
@@ -262,6 +335,12 @@ mod tests {
         assert_eq!(p.objects[1].0, "d/y & z");
         assert_eq!(p.prefixes, vec!["d/sub/"]);
         assert_eq!(p.next.as_deref(), Some("tok&1"));
+        assert!(!p.encoded);
+        let enc = "<ListBucketResult><EncodingType>url</EncodingType>\
+            <Contents><Key>a%01b</Key><Size>1</Size></Contents></ListBucketResult>";
+        let p = xml_listing(enc).unwrap();
+        assert!(p.encoded);
+        assert_eq!(p.objects[0].0, "a%01b");
     }
 
     #[test]
@@ -278,9 +357,45 @@ mod tests {
 
     #[test]
     fn caterva2_list_answer() {
-        let l = caterva2_list(br#"["a.b2nd", "d/e.b2frame", "../x", ""]"#).unwrap();
+        let (l, skipped) =
+            caterva2_list(br#"["a.b2nd", "d/e.b2frame", "../x", "", "n\u0000"]"#).unwrap();
         assert_eq!(l, vec!["a.b2nd", "d/e.b2frame"]);
+        assert_eq!(skipped.count, 3);
         assert!(caterva2_list(b"{}").is_err());
         assert!(caterva2_list(b"[1]").is_err());
+    }
+
+    #[test]
+    fn answer_headers() {
+        assert_eq!(content_range("bytes 0-99/1000"), Some((0, 99, 1000)));
+        assert_eq!(content_range(" bytes 5-5/6 "), Some((5, 5, 6)));
+        assert_eq!(content_range("bytes 9-1/10"), None);
+        assert_eq!(content_range("bytes 0-10/10"), None);
+        assert_eq!(content_range("bytes */10"), None);
+        assert_eq!(content_range("bytes -1-2/3"), None);
+        assert_eq!(content_range("bytes 0-1/99999999999999999999999"), None);
+        assert_eq!(content_range("items 0-1/3"), None);
+        let t = http_date("Tue, 02 Jan 2024 03:04:05 GMT").unwrap();
+        let secs = t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(secs, 1_704_164_645);
+        assert!(http_date("yesterday").is_none());
+        assert!(strong_etag("\"abc\""));
+        assert!(!strong_etag("W/\"abc\""));
+    }
+
+    #[test]
+    fn s3_error_documents_in_words() {
+        let doc = b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
+            <Message>Access Denied</Message><RequestId>1</RequestId></Error>";
+        assert_eq!(
+            s3_error(doc).as_deref(),
+            Some("AccessDenied: Access Denied")
+        );
+        assert_eq!(
+            s3_error(b"<Error><Code>X\x01</Code></Error>").as_deref(),
+            Some("X")
+        );
+        assert_eq!(s3_error(b"<html>oops</html>"), None);
+        assert_eq!(s3_error(b"\xff"), None);
     }
 }
