@@ -86,8 +86,14 @@ impl Fs {
                         let mut out = Vec::with_capacity(part.len());
                         for name in part {
                             let p = &dir.join(name);
-                            let Ok(md) = self.tree.stat(p) else {
-                                continue;
+                            // Gone between the listing and its stat: not an
+                            // entry. Any other failure fails the listing (a
+                            // store that died while listed gives EIO, not a
+                            // directory missing entries).
+                            let md = match self.tree.stat(p) {
+                                Ok(md) => md,
+                                Err(e) if errno_of(&e) == libc::ENOENT => continue,
+                                Err(e) => return Err(errno_of(&e)),
                             };
                             if !presented(&md) {
                                 continue;

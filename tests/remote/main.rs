@@ -11,6 +11,7 @@ mod servers;
 mod counts;
 mod faults;
 mod harness;
+mod listings;
 mod lookups;
 mod matrix;
 mod objects;
