@@ -37,7 +37,8 @@ Options:
   -h, --help             this help
   -V, --version          the version
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
-  -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
+  -o threads=N           FUSE worker threads (default: number of CPUs, at least 2;
+                         for a remote source 32, or twice the CPUs if more)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
   -o decode_ahead=SIZE   decode this far past each sequential reader on idle CPUs (default auto:
                          one 4 MiB span per CPU the readers leave idle, from 4 CPUs; 0: off)
@@ -391,8 +392,11 @@ fn spawn_reaper(fs: &Arc<Fs>) {
         });
 }
 
-/// Unmount on SIGINT/SIGTERM/SIGHUP (the event loop then ends by itself),
-/// unless the connection of `/dev/fuse` descriptor `fd` is gone already.
+/// Unmount on SIGINT/SIGTERM/SIGHUP, unless the connection of `/dev/fuse`
+/// descriptor `fd` is gone already, and end the process: a request still in
+/// the daemon (a stalled remote read) would hold the event loop's end until
+/// it times out, and its caller with it. Ending the process closes the
+/// FUSE device, which fails every request still waiting (`ENOTCONN`).
 fn unmount_on_signals(
     signals: std::io::Result<signal_hook::iterator::Signals>,
     mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
@@ -410,6 +414,8 @@ fn unmount_on_signals(
                     }
                     log::info!("signal {sig}: unmounting {}", mp.display());
                     if let Err(e) = unmount() {
+                        // Busy (a file open on it): detached, it goes once
+                        // the connection ends, below.
                         log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
                         let _ = std::process::Command::new("fusermount3")
                             .arg("-u")
@@ -417,6 +423,8 @@ fn unmount_on_signals(
                             .arg(&mp)
                             .status();
                     }
+                    log::info!("unmounted {}", mp.display());
+                    std::process::exit(0);
                 }
             });
         }
@@ -464,7 +472,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         debug: m.debug,
         check_access: m.default_permissions,
         xattr: m.xattr,
-        threads: m.threads,
+        threads: m.fuse_threads(),
         ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
@@ -496,7 +504,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         m.source.display(),
         m.mountpoint.display(),
         m.fs.cache_size >> 20,
-        m.threads
+        m.fuse_threads()
     );
     spawn_reaper(&fs);
     unmount_on_signals(signals, session.unmounter(), fd, m.mountpoint.clone());

@@ -15,4 +15,5 @@ mod listings;
 mod lookups;
 mod matrix;
 mod objects;
+mod stalls;
 mod tls;
