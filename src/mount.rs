@@ -302,7 +302,7 @@ pub fn main(args: &[String]) -> i32 {
 /// The presented tree of the source: a local directory, or a remote store
 /// reached now (after the fork: its runtime's threads live in the daemon)
 /// and listed once, so that a wrong bucket, URL or credential fails the
-/// mount instead of its first `ls`.
+/// mount instead of its first `ls` (that listing is kept, as any other).
 fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let Some(loc) = &m.location else {
         return Fs::new(&m.source, &m.fs);
@@ -313,8 +313,10 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let mut opts = m.remote.clone();
     opts.span_cache = fetched;
     let remote = Remote::connect(loc.clone(), opts)?;
-    remote.list("")?;
+    let started = std::time::Instant::now();
+    let root = remote.list("")?;
     let tree = crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl);
+    tree.keep_root(root, started);
     let fs_opts = crate::config::FsOptions {
         cache_size: blocks,
         ..m.fs.clone()

@@ -35,13 +35,13 @@ GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
 (ListObjectsV2, one page) of DIR's files whose relative path starts with P.
 
 Synthetic directories, with no files on disk:
-  GET /_big/N/?list-type=2...   lists N objects f0000000, f0000001, ... (8
-                                bytes each, ETag "big-I") in pages of 1,000
-                                with continuation tokens (prefix "" only:
-                                any other prefix lists nothing); the page
-                                from key I on is held by /_hold as the
-                                path /_big/N/?page=I
-  GET /_big/N/fIIIIIII          that object's bytes: "IIIIIII\n" (ranges,
+  GET /_big/N/?list-type=2...   one directory, d/, holding N objects
+                                d/f0000000, d/f0000001, ... (8 bytes each,
+                                ETag "big-I"), listed (prefix d/) in pages
+                                of 1,000 with continuation tokens; the page
+                                from key I on is held by /_hold as the path
+                                /_big/N/?page=I
+  GET /_big/N/d/fIIIIIII        that object's bytes: "IIIIIII\n" (ranges,
                                 If-Match as for files)
 
 More faults, set by POST:
@@ -286,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def big(self, path, query):
         """The synthetic directory /_big/N/: its listing pages, its objects."""
-        m = re.fullmatch(r"/_big/(\d+)/(f\d{7})?", path)
+        m = re.fullmatch(r"/_big/(\d+)/(?:d/(f\d{7}))?", path)
         if not m:
             return self.answer(404, b"not found")
         n = int(m.group(1))
@@ -313,21 +313,26 @@ class Handler(BaseHTTPRequestHandler):
         """One page of 1,000 keys of /_big/N/, from the token on (held, by
         /_hold, as the path /_big/N/?page=FIRST)."""
         first = int(query.get("continuation-token", ["0"])[0])
-        hold(f"{path}?page={first}")
-        if query.get("prefix", [""])[0] != "":
+        prefix = query.get("prefix", [""])[0]
+        if prefix == "d/":
+            hold(f"{path}?page={first}")
+        else:
             first = n
         last = min(n, first + 1000)
         out = ['<?xml version="1.0" encoding="UTF-8"?>',
                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
-               f"<Prefix></Prefix><KeyCount>{last - first}</KeyCount><MaxKeys>1000</MaxKeys>"]
+               f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{last - first}</KeyCount>"
+               "<MaxKeys>1000</MaxKeys>"]
         if last < n:
             out.append(f"<IsTruncated>true</IsTruncated><NextContinuationToken>{last}"
                        "</NextContinuationToken>")
         else:
             out.append("<IsTruncated>false</IsTruncated>")
-        out += [f"<Contents><Key>f{i:07d}</Key><LastModified>2020-01-01T00:00:00.000Z"
+        out += [f"<Contents><Key>d/f{i:07d}</Key><LastModified>2020-01-01T00:00:00.000Z"
                 f"</LastModified><ETag>&quot;big-{i}&quot;</ETag><Size>8</Size></Contents>"
                 for i in range(first, last)]
+        if prefix == "":
+            out.append("<CommonPrefixes><Prefix>d/</Prefix></CommonPrefixes>")
         out.append("</ListBucketResult>")
         self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
 

@@ -135,8 +135,32 @@ impl Listed {
 
 /// One listing of a directory at a time: a thread that finds one running
 /// waits for it and takes its result (its error too), instead of starting
-/// another. Holds the last failure (when, its errno).
-pub(super) type Gate = Arc<Mutex<Option<(Instant, i32)>>>;
+/// another. Holds the last failure.
+pub(super) type Gate = Arc<Mutex<Option<Failed>>>;
+
+/// A listing that failed: its error answers as a listing would, for the
+/// same time (a store that is down is not asked again by every lookup).
+pub(super) struct Failed {
+    ended: Instant,
+    took: Duration,
+    errno: i32,
+}
+
+impl Failed {
+    fn new(e: &std::io::Error, started: Instant) -> Failed {
+        let ended = Instant::now();
+        Failed {
+            ended,
+            took: ended.saturating_duration_since(started),
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+        }
+    }
+
+    /// Does it answer a thread that asked at `asked`?
+    fn holds(&self, ttl: Duration, asked: Instant) -> bool {
+        self.ended >= asked || self.ended.elapsed() < ttl.max(self.took)
+    }
+}
 
 impl RemoteTree {
     pub(super) fn remember(&self, key: String, node: Node) {
@@ -183,6 +207,12 @@ impl RemoteTree {
         l
     }
 
+    /// Keep `listing` of the root, made from `started` on (the one a
+    /// mount makes to check the store), as any listing.
+    pub fn keep_root(&self, listing: Listing, started: Instant) {
+        self.keep("", listing, started);
+    }
+
     /// The gate of listings of `what`. (Gates no thread holds go once
     /// there are many: a lookup of each of a million names makes one
     /// each.)
@@ -207,16 +237,14 @@ impl RemoteTree {
         if let Some(l) = self.kept(dir, Some(asked)) {
             return Ok(l);
         }
-        if let Some((at, errno)) = *failed {
-            if at >= asked {
-                return Err(std::io::Error::from_raw_os_error(errno));
-            }
+        if let Some(f) = failed.as_ref().filter(|f| f.holds(self.ttl, asked)) {
+            return Err(std::io::Error::from_raw_os_error(f.errno));
         }
         let started = Instant::now();
         match self.remote.list(dir).map_err(os_err) {
             Ok(listing) => Ok(self.keep(dir, listing, started)),
             Err(e) => {
-                *failed = Some((Instant::now(), e.raw_os_error().unwrap_or(libc::EIO)));
+                *failed = Some(Failed::new(&e, started));
                 Err(e)
             }
         }
