@@ -17,6 +17,25 @@ fn big_mount(f: &Faulty, n: usize, extra: &[&str]) -> RemoteMount {
     r.mount(extra)
 }
 
+/// A fault server (over an empty directory, kept beside it) to mount its
+/// synthetic directories; `None` (skipped) without FUSE or python.
+fn server() -> Option<(Faulty, tempfile::TempDir)> {
+    if !fuse_available() {
+        return None;
+    }
+    let d = tempfile::tempdir().unwrap();
+    Some((Faulty::start(d.path())?, d))
+}
+
+/// A mount of `d` of `n` objects whose store dies after `k` more listing
+/// pages.
+fn dying(f: &Faulty, n: usize, opts: &[&str], k: u32) -> RemoteMount {
+    let m = big_mount(f, n, opts);
+    f.reset();
+    post(f, &format!("/_fault?mode=down-after:{k}"));
+    m
+}
+
 /// `POST path` to the fault server.
 pub fn post(f: &Faulty, path: &str) {
     let a = http(f.0.port, "POST", path, &[]).unwrap();
@@ -61,11 +80,7 @@ pub fn wait_in_fuse(tid: &str) {
 /// and are answered from it: none starts another.
 #[test]
 fn a_directory_of_100k_objects_is_listed_once_whatever_the_lookups() {
-    if !fuse_available() {
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let Some(f) = Faulty::start(d.path()) else {
+    let Some((f, _dir)) = server() else {
         return;
     };
     let n = 100_000;
@@ -119,17 +134,12 @@ fn a_directory_of_100k_objects_is_listed_once_whatever_the_lookups() {
 /// store a bounded number of times (not once per entry).
 #[test]
 fn a_store_that_dies_after_its_listing_gives_all_or_eio() {
-    if !fuse_available() {
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let Some(f) = Faulty::start(d.path()) else {
+    let Some((f, _dir)) = server() else {
         return;
     };
-    let mut m = big_mount(&f, 3000, &["metadata_ttl=0", "retries=0", "timeout=2"]);
-    f.reset();
+    let opts = ["metadata_ttl=0", "retries=0", "timeout=2"];
     // The root's listing (if it is listed again) and d's 3 pages.
-    post(&f, "/_fault?mode=down-after:4");
+    let mut m = dying(&f, 3000, &opts, 4);
     match std::fs::read_dir(m.path("d")) {
         Ok(d) => assert_eq!(d.count(), 3000, "listed with success"),
         Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}"),
@@ -145,16 +155,10 @@ fn a_store_that_dies_after_its_listing_gives_all_or_eio() {
 /// entry).
 #[test]
 fn a_store_that_dies_during_a_listing_fails_it_with_eio() {
-    if !fuse_available() {
-        return;
-    }
-    let d = tempfile::tempdir().unwrap();
-    let Some(f) = Faulty::start(d.path()) else {
+    let Some((f, _dir)) = server() else {
         return;
     };
-    let mut m = big_mount(&f, 5000, &["timeout=2"]);
-    f.reset();
-    post(&f, "/_fault?mode=down-after:2");
+    let mut m = dying(&f, 5000, &["timeout=2"], 2);
     let e = std::fs::read_dir(m.path("d")).expect_err("a listing that failed midway");
     assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}\n{}", m.log());
     let down = f.faulted("down");

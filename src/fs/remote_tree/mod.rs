@@ -1,10 +1,11 @@
 //! A remote store (S3 API, HTTP, Caterva2) as the source tree, through
 //! [`bloscfs_remote::Remote`]: directories are prefixes, files are objects,
 //! every container a [`RemoteObject`] pinned to the version it was listed
-//! with. What a listing says is kept for `metadata_ttl` and answers the
-//! stats that follow it; after that a stat asks the store again, so a
-//! replaced object is seen (with a new inode: handles opened on the old
-//! version fail, new opens read the new one).
+//! with. What a listing says is kept (`listed.rs`) for `metadata_ttl` from
+//! its end (longer for a listing that took long) and answers the stats
+//! that follow it; after that a stat asks the store again, so a replaced
+//! object is seen (with a new inode: handles opened on the old version
+//! fail, new opens read the new one).
 
 mod files;
 mod listed;
