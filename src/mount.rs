@@ -398,7 +398,8 @@ fn spawn_reaper(fs: &Arc<Fs>) {
 /// descriptor `fd` is gone already, and end the process: a request still in
 /// the daemon (a stalled remote read) would hold the event loop's end until
 /// it times out, and its caller with it. Ending the process closes the
-/// FUSE device, which fails every request still waiting (`ENOTCONN`).
+/// FUSE device, which aborts the connection: every request still waiting
+/// fails.
 fn unmount_on_signals(
     signals: std::io::Result<signal_hook::iterator::Signals>,
     mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,

@@ -144,27 +144,25 @@ impl Listed {
 /// another. Holds the last failure.
 pub(super) type Gate = Arc<Mutex<Option<Failed>>>;
 
-/// A listing that failed: its error answers as a listing would, for the
-/// same time (a store that is down is not asked again by every lookup).
+/// A listing that failed: its error answers the threads that waited for
+/// it (a store that is down is not asked again by each of them). A thread
+/// that asks after it lists again: the store may be back.
 pub(super) struct Failed {
     ended: Instant,
-    took: Duration,
     errno: i32,
 }
 
 impl Failed {
-    fn new(e: &std::io::Error, started: Instant) -> Failed {
-        let ended = Instant::now();
+    fn new(e: &std::io::Error) -> Failed {
         Failed {
-            ended,
-            took: ended.saturating_duration_since(started),
+            ended: Instant::now(),
             errno: e.raw_os_error().unwrap_or(libc::EIO),
         }
     }
 
     /// Does it answer a thread that asked at `asked`?
-    fn holds(&self, ttl: Duration, asked: Instant) -> bool {
-        self.ended >= asked || self.ended.elapsed() < trusted_for(ttl, self.took)
+    fn holds(&self, asked: Instant) -> bool {
+        self.ended >= asked
     }
 }
 
@@ -243,14 +241,14 @@ impl RemoteTree {
         if let Some(l) = self.kept(dir, Some(asked)) {
             return Ok(l);
         }
-        if let Some(f) = failed.as_ref().filter(|f| f.holds(self.ttl, asked)) {
+        if let Some(f) = failed.as_ref().filter(|f| f.holds(asked)) {
             return Err(std::io::Error::from_raw_os_error(f.errno));
         }
         let started = Instant::now();
         match self.remote.list(dir).map_err(os_err) {
             Ok(listing) => Ok(self.keep(dir, listing, started)),
             Err(e) => {
-                *failed = Some(Failed::new(&e, started));
+                *failed = Some(Failed::new(&e));
                 Err(e)
             }
         }
