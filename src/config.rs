@@ -202,6 +202,8 @@ pub struct MountArgs {
     /// The presented tree's options (`cache_size`, `verify_checksums`,
     /// `decode_ahead`, `source_io`).
     pub fs: FsOptions,
+    /// FUSE worker threads as `-o threads=` gave them (0: not given; see
+    /// [`MountArgs::fuse_threads`]).
     pub threads: usize,
     pub readahead: u64,
     /// Serve extended attributes (`-o xattr`). Off, the kernel is told
@@ -239,6 +241,30 @@ impl MountArgs {
     }
 }
 
+/// FUSE worker threads of a remote source at least: a request to a
+/// remote store waits for the network, and a stalled one holds its thread
+/// until it times out, so threads are sized by those waits, not by the
+/// CPUs. An idle thread costs little (a stack, and a request buffer whose
+/// pages are touched only as far as requests reach).
+pub const REMOTE_THREADS: usize = 32;
+
+impl MountArgs {
+    /// FUSE worker threads: `-o threads=` if given; else for a remote
+    /// source [`REMOTE_THREADS`] or twice the CPUs if more; else the CPUs,
+    /// at least 2.
+    pub fn fuse_threads(&self) -> usize {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+            .max(2);
+        match (self.threads, &self.location) {
+            (0, Some(_)) => (2 * cpus).max(REMOTE_THREADS),
+            (0, None) => cpus,
+            (n, _) => n,
+        }
+    }
+}
+
 impl Default for MountArgs {
     fn default() -> Self {
         MountArgs {
@@ -252,10 +278,7 @@ impl Default for MountArgs {
             foreground: false,
             debug: false,
             fs: FsOptions::default(),
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-                .max(2),
+            threads: 0,
             readahead: 1 << 20,
             xattr: false,
             allow_other: false,
@@ -321,5 +344,18 @@ mod tests {
         assert_eq!(m.cache_split(), Ok((56 << 20, 200 << 20)));
         m.fetch_cache = Some(256 << 20);
         assert!(m.cache_split().is_err());
+    }
+
+    /// A remote source gets more FUSE threads than the CPUs (its requests
+    /// wait for the network); `-o threads=` wins over either default.
+    #[test]
+    fn a_remote_source_gets_threads_for_its_waits() {
+        let mut m = MountArgs::default();
+        let local = m.fuse_threads();
+        assert!(local >= 2);
+        m.location = Location::parse("s3://bucket/prefix").and_then(Result::ok);
+        assert!(m.fuse_threads() >= REMOTE_THREADS.max(2 * local));
+        m.threads = 3;
+        assert_eq!(m.fuse_threads(), 3);
     }
 }

@@ -83,7 +83,7 @@ fn config(m: &MountArgs) -> fuser::Config {
     } else {
         fuser::SessionACL::Owner
     };
-    c.n_threads = Some(m.threads);
+    c.n_threads = Some(m.fuse_threads());
     // Each worker thread reads requests from its own /dev/fuse clone.
     c.clone_fd = true;
     c

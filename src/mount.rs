@@ -37,7 +37,8 @@ Options:
   -h, --help             this help
   -V, --version          the version
   -o cache_size=SIZE     decoded-block cache bound, bytes with K/M/G suffix (default 256M)
-  -o threads=N           FUSE worker threads (default: number of CPUs, at least 2)
+  -o threads=N           FUSE worker threads (default: number of CPUs, at least 2;
+                         for a remote source 32, or twice the CPUs if more)
   -o readahead=SIZE      kernel read-ahead for the mount (default 1M; 0 leaves the kernel's)
   -o decode_ahead=SIZE   decode this far past each sequential reader on idle CPUs (default auto:
                          one 4 MiB span per CPU the readers leave idle, from 4 CPUs; 0: off)
@@ -317,7 +318,7 @@ pub fn main(args: &[String]) -> i32 {
 /// The presented tree of the source: a local directory, or a remote store
 /// reached now (after the fork: its runtime's threads live in the daemon)
 /// and listed once, so that a wrong bucket, URL or credential fails the
-/// mount instead of its first `ls`.
+/// mount instead of its first `ls` (that listing is kept, as any other).
 fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let Some(loc) = &m.location else {
         return Fs::new(&m.source, &m.fs);
@@ -328,9 +329,11 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let mut opts = m.remote.clone();
     opts.span_cache = fetched;
     let remote = Remote::connect(loc.clone(), opts)?;
-    remote.list("")?;
+    let started = std::time::Instant::now();
+    let root = remote.list("")?;
     let tree =
         crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl).with_perms(m.perms);
+    tree.keep_root(root, started);
     let fs_opts = crate::config::FsOptions {
         cache_size: blocks,
         ..m.fs.clone()
@@ -408,8 +411,12 @@ fn spawn_reaper(fs: &Arc<Fs>) {
         });
 }
 
-/// Unmount on SIGINT/SIGTERM/SIGHUP (the event loop then ends by itself),
-/// unless the connection of `/dev/fuse` descriptor `fd` is gone already.
+/// Unmount on SIGINT/SIGTERM/SIGHUP, unless the connection of `/dev/fuse`
+/// descriptor `fd` is gone already, and end the process: a request still in
+/// the daemon (a stalled remote read) would hold the event loop's end until
+/// it times out, and its caller with it. Ending the process closes the
+/// FUSE device, which aborts the connection: every request still waiting
+/// fails.
 fn unmount_on_signals(
     signals: std::io::Result<signal_hook::iterator::Signals>,
     mut unmount: impl FnMut() -> std::io::Result<()> + Send + 'static,
@@ -427,6 +434,8 @@ fn unmount_on_signals(
                     }
                     log::info!("signal {sig}: unmounting {}", mp.display());
                     if let Err(e) = unmount() {
+                        // Busy (a file open on it): detached, it goes once
+                        // the connection ends, below.
                         log::warn!("unmount failed ({e}); trying fusermount3 -u -z");
                         let _ = std::process::Command::new("fusermount3")
                             .arg("-u")
@@ -434,6 +443,8 @@ fn unmount_on_signals(
                             .arg(&mp)
                             .status();
                     }
+                    log::info!("unmounted {}", mp.display());
+                    std::process::exit(0);
                 }
             });
         }
@@ -481,7 +492,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         debug: m.debug,
         check_access: m.default_permissions,
         xattr: m.xattr,
-        threads: m.threads,
+        threads: m.fuse_threads(),
         ours: ours.clone(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
@@ -513,7 +524,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         m.source.display(),
         m.mountpoint.display(),
         m.fs.cache_size >> 20,
-        m.threads
+        m.fuse_threads()
     );
     spawn_reaper(&fs);
     unmount_on_signals(signals, session.unmounter(), fd, m.mountpoint.clone());

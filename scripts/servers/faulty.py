@@ -54,6 +54,24 @@ whatever the form says.
 
 GET /DIR/?list-type=2&prefix=P&delimiter=/ answers an S3-style XML listing
 (ListObjectsV2, one page) of DIR's files whose relative path starts with P.
+
+Synthetic directories, with no files on disk:
+  GET /_big/N/?list-type=2...   one directory, d/, holding N objects
+                                d/f0000000, d/f0000001, ... (8 bytes each,
+                                ETag "big-I"), listed (prefix d/) in pages
+                                of 1,000 with continuation tokens; the page
+                                from key I on is held by /_hold as the path
+                                /_big/N/?page=I
+  GET /_big/N/d/fIIIIIII        that object's bytes: "IIIIIII\n" (ranges,
+                                If-Match as for files)
+
+More faults, set by POST:
+  /_fault?mode=down-after:K     the store dies after K more listing pages:
+                                every later request (listings too) is a 503
+                                ("faulted": {"down": requests})
+  /_hold?prefix=P               GETs of paths starting with P (not listings)
+                                wait until POST /_release; "held" in /_stats
+                                counts those waiting
 """
 import hashlib
 import json
@@ -71,10 +89,12 @@ ROOT = "."
 LOCK = threading.Lock()
 STATE = {"mode": None, "left": None}
 RECORD = False
+RELEASED = threading.Event()
 
 
 def clear_counters():
-    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={}, log=[])
+    STATE.update(gets=0, heads=0, lists=0, paths={}, ranges=[], faulted={}, log=[],
+                 held=0, hold=None, down_after=None)
 
 
 clear_counters()
@@ -96,6 +116,43 @@ def take_fault():
             if left - 1 <= 0:
                 STATE["mode"] = STATE["left"] = None
         return mode
+
+
+def is_down(listing):
+    """Has the store died (down-after:K)? A listing page counts down K."""
+    with LOCK:
+        left = STATE["down_after"]
+        if left is None:
+            return False
+        if left > 0:
+            STATE["down_after"] = left - 1 if listing else left
+            return False
+        STATE["faulted"]["down"] = STATE["faulted"].get("down", 0) + 1
+        return True
+
+
+def hold(path):
+    """Wait until released if GETs of `path` are held (/_hold)."""
+    with LOCK:
+        held = STATE["hold"] is not None and path.startswith(STATE["hold"])
+        if held:
+            STATE["held"] += 1
+    if held:
+        RELEASED.wait()
+        with LOCK:
+            STATE["held"] -= 1
+
+
+def byte_range(rng, size):
+    """(start, end exclusive) of a `bytes=A-B`, `A-` or `-N` range of `size`
+    bytes; the whole of it without one."""
+    m = re.fullmatch(r"bytes=(\d*)-(\d*)", (rng or "").strip())
+    if not m or not (m.group(1) or m.group(2)):
+        return 0, size
+    if m.group(1):
+        end = min(size, int(m.group(2)) + 1) if m.group(2) else size
+        return min(int(m.group(1)), end), end
+    return max(0, size - int(m.group(2))), size
 
 
 class TLSServer(ThreadingHTTPServer):
@@ -192,6 +249,15 @@ class Handler(BaseHTTPRequestHandler):
             if url.path == "/_reset":
                 STATE.update(mode=None, left=None)
                 clear_counters()
+                RELEASED.set()
+            elif url.path == "/_hold" and "prefix" in q:
+                RELEASED.clear()
+                STATE["hold"] = q["prefix"]
+            elif url.path == "/_release":
+                STATE["hold"] = None
+                RELEASED.set()
+            elif url.path == "/_fault" and q.get("mode", "").startswith("down-after:"):
+                STATE["down_after"] = int(q["mode"][11:])
             elif url.path == "/_fault" and "mode" in q:
                 mode = None if q["mode"] == "none" else q["mode"]
                 left = int(q["count"]) if "count" in q else None
@@ -213,6 +279,10 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         path = unquote(url.path)
         query = parse_qs(url.query)
+        if path != "/_stats" and is_down(query.get("list-type") == ["2"]):
+            return self.answer(503, b"the store is down")
+        if path.startswith("/_big/"):
+            return self.big(path, query)
         if query.get("list-type") == ["2"]:
             with LOCK:
                 STATE["lists"] += 1
@@ -230,6 +300,7 @@ class Handler(BaseHTTPRequestHandler):
         if m:
             fault, path = m.group(1), m.group(2)
         rng = self.headers.get("Range")
+        hold(path)
         with LOCK:
             STATE["gets"] += 1
             STATE["paths"][path] = STATE["paths"].get(path, 0) + 1
@@ -297,6 +368,58 @@ class Handler(BaseHTTPRequestHandler):
                f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>",
                f"<NextContinuationToken>{page + 1}</NextContinuationToken>"]
         out += [f"<Contents><Key>{escape(k)}</Key><Size>1</Size></Contents>" for k in keys]
+        out.append("</ListBucketResult>")
+        self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
+
+    def big(self, path, query):
+        """The synthetic directory /_big/N/: its listing pages, its objects."""
+        m = re.fullmatch(r"/_big/(\d+)/(?:d/(f\d{7}))?", path)
+        if not m:
+            return self.answer(404, b"not found")
+        n = int(m.group(1))
+        if m.group(2) is None:
+            with LOCK:
+                STATE["lists"] += 1
+            return self.big_page(path, n, query)
+        i = int(m.group(2)[1:])
+        hold(path)
+        with LOCK:
+            STATE["gets"] += 1
+            STATE["paths"][path] = STATE["paths"].get(path, 0) + 1
+        if i >= n:
+            return self.answer(404, b"not found")
+        body, tag = f"{i:07d}\n".encode(), f'"big-{i}"'
+        want = self.headers.get("If-Match")
+        if want and want != tag:
+            return self.answer(412, b"precondition failed")
+        start, end = byte_range(self.headers.get("Range"), len(body))
+        headers = [("ETag", tag), ("Content-Range", f"bytes {start}-{end - 1}/{len(body)}")]
+        self.answer(206, body[start:end], headers)
+
+    def big_page(self, path, n, query):
+        """One page of 1,000 keys of /_big/N/, from the token on (held, by
+        /_hold, as the path /_big/N/?page=FIRST)."""
+        first = int(query.get("continuation-token", ["0"])[0])
+        prefix = query.get("prefix", [""])[0]
+        if prefix == "d/":
+            hold(f"{path}?page={first}")
+        else:
+            first = n
+        last = min(n, first + 1000)
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{last - first}</KeyCount>"
+               "<MaxKeys>1000</MaxKeys>"]
+        if last < n:
+            out.append(f"<IsTruncated>true</IsTruncated><NextContinuationToken>{last}"
+                       "</NextContinuationToken>")
+        else:
+            out.append("<IsTruncated>false</IsTruncated>")
+        out += [f"<Contents><Key>d/f{i:07d}</Key><LastModified>2020-01-01T00:00:00.000Z"
+                f"</LastModified><ETag>&quot;big-{i}&quot;</ETag><Size>8</Size></Contents>"
+                for i in range(first, last)]
+        if prefix == "":
+            out.append("<CommonPrefixes><Prefix>d/</Prefix></CommonPrefixes>")
         out.append("</ListBucketResult>")
         self.answer(200, "\n".join(out).encode(), [("Content-Type", "application/xml")])
 

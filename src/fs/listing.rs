@@ -23,6 +23,9 @@ impl Listings {
     }
 }
 
+/// A source name with what it is presented as and its metadata.
+type Entered = (OsString, (What, Meta));
+
 /// One entry of a listing.
 pub(super) struct Entry {
     /// The name it is presented under.
@@ -73,37 +76,7 @@ impl Fs {
         self.listings.remove(ino);
         self.listings.built.fetch_add(1, Ordering::Relaxed);
         let found = self.with_fds(|| self.tree.list(&path).map_err(|e| errno_of(&e)))?;
-        // Probing reads the first bytes of every file: on a cold cache that is
-        // I/O-bound, so spread it over threads (as many as the tree says).
-        let workers = self.tree.listing_workers(found.len());
-        let per = found.len().div_ceil(workers).max(1);
-        let dir = &path;
-        let raw: Result<Vec<Vec<_>>, i32> = std::thread::scope(|sc| {
-            let hs: Vec<_> = found
-                .chunks(per)
-                .map(|part| {
-                    sc.spawn(move || {
-                        let mut out = Vec::with_capacity(part.len());
-                        for name in part {
-                            let p = &dir.join(name);
-                            let Ok(md) = self.tree.stat(p) else {
-                                continue;
-                            };
-                            if !presented(&md) {
-                                continue;
-                            }
-                            let what = self.classify(p, &md)?;
-                            out.push((name.clone(), (what, md)));
-                        }
-                        Ok(out)
-                    })
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or(Err(libc::EIO)))
-                .collect()
-        });
-        let mut raw: Vec<(OsString, (What, Meta))> = raw?.into_iter().flatten().collect();
+        let mut raw = self.stat_all(&path, found)?;
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
             .into_iter()
@@ -125,6 +98,57 @@ impl Fs {
         });
         self.listings.map.lock().insert(ino, l.clone());
         Ok(l)
+    }
+
+    /// Each of the names `found` in `dir` with what it is presented as
+    /// and its metadata (names gone since they were listed left out).
+    /// Probing reads the first bytes of every file: on a cold cache that is
+    /// I/O-bound, so it is spread over threads (as many as the tree says).
+    /// Each thread takes its share of the names, and their results join
+    /// one vector one share at a time: a directory of a million entries is
+    /// not held twice.
+    fn stat_all(&self, dir: &Path, mut found: Vec<OsString>) -> Result<Vec<Entered>, i32> {
+        let workers = self.tree.listing_workers(found.len());
+        let per = found.len().div_ceil(workers).max(1);
+        let mut parts = Vec::with_capacity(workers);
+        while found.len() > per {
+            parts.push(found.split_off(found.len() - per));
+        }
+        parts.push(found);
+        let total = parts.iter().map(Vec::len).sum();
+        std::thread::scope(|sc| {
+            let hs: Vec<_> = parts
+                .into_iter()
+                .map(|part| sc.spawn(move || self.stat_part(dir, part)))
+                .collect();
+            let mut all = Vec::with_capacity(total);
+            for h in hs {
+                all.extend(h.join().unwrap_or(Err(libc::EIO))?);
+            }
+            Ok(all)
+        })
+    }
+
+    /// [`Fs::stat_all`] of one share of the names.
+    fn stat_part(&self, dir: &Path, part: Vec<OsString>) -> Result<Vec<Entered>, i32> {
+        let mut out = Vec::with_capacity(part.len());
+        for name in part {
+            let p = &dir.join(&name);
+            // Gone between the listing and its stat: not an entry. Any
+            // other failure fails the listing (a store that died while
+            // listed gives EIO, not a directory missing entries).
+            let md = match self.tree.stat(p) {
+                Ok(md) => md,
+                Err(e) if errno_of(&e) == libc::ENOENT => continue,
+                Err(e) => return Err(errno_of(&e)),
+            };
+            if !presented(&md) {
+                continue;
+            }
+            let what = self.classify(p, &md)?;
+            out.push((name, (what, md)));
+        }
+        Ok(out)
     }
 
     /// The listing of directory `ino` at `path` if one is cached and still

@@ -73,14 +73,23 @@ impl Fs {
         if let (_, Some(l)) = self.cached_listing(parent, &dir)? {
             return listed(&l);
         }
-        // A probe that ran out of descriptors: the lookup fails with that.
+        // A probe that ran out of descriptors, or a source that cannot
+        // answer (a remote store down): the lookup fails with that, not
+        // ENOENT, and looks at no other name.
         let failed = std::cell::Cell::new(None);
         let look = |src: &OsStr| {
             let p = dir.join(src);
-            if self.tree.hides(&p) {
+            if failed.get().is_some() || self.tree.hides(&p) {
                 return None;
             }
-            let md = self.tree.stat(&p).ok()?;
+            let md = match self.tree.stat(&p) {
+                Ok(md) => md,
+                Err(e) if matches!(errno_of(&e), libc::EIO | libc::ETIMEDOUT) => {
+                    failed.set(Some(errno_of(&e)));
+                    return None;
+                }
+                Err(_) => return None,
+            };
             if !presented(&md) {
                 return None;
             }

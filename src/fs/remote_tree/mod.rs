@@ -1,12 +1,14 @@
 //! A remote store (S3 API, HTTP, Caterva2) as the source tree, through
 //! [`bloscfs_remote::Remote`]: directories are prefixes, files are objects,
 //! every container a [`RemoteObject`] pinned to the version it was listed
-//! with. What a listing says is kept for `metadata_ttl` and answers the
-//! stats that follow it; after that a stat asks the store again, so a
-//! replaced object is seen (with a new inode: handles opened on the old
-//! version fail, new opens read the new one).
+//! with. What a listing says is kept (`listed.rs`) for `metadata_ttl` from
+//! its end (longer for a listing that took long) and answers the stats
+//! that follow it; after that a stat asks the store again, so a replaced
+//! object is seen (with a new inode: handles opened on the old version
+//! fail, new opens read the new one).
 
 mod files;
+mod listed;
 mod perms;
 
 use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
@@ -14,14 +16,16 @@ use super::Statfs;
 use crate::config::Perms;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
-use bloscfs_remote::{Entry, Listing, Object, Remote};
+use bloscfs_remote::{Entry, Object, Remote};
 use files::{RemoteFrame, RemoteRaw};
+use listed::{Gate, Listed};
 use parking_lot::Mutex;
 use perms::Shown;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -51,23 +55,26 @@ pub struct RemoteTree {
     root: PathBuf,
     remote: Remote,
     ttl: Duration,
+    /// What stats and listings of names with a given start said.
     seen: Mutex<HashMap<String, Seen>>,
-    /// Directories listed whole, when (the listing's start), and the
-    /// 512-byte blocks their objects use (a sparse frame's `st_blocks`): a
-    /// key under one that the listing did not show is not there (no
-    /// request to learn it).
-    listed: Mutex<HashMap<String, (Instant, u64)>>,
+    /// Directories listed whole, each listing kept compact: a key under
+    /// one that the listing did not show is not there (no request to
+    /// learn it).
+    listed: Mutex<HashMap<String, Arc<Listed>>>,
+    /// Entries in `listed`.
+    kept: AtomicUsize,
     /// Directories of which only the names starting with some text were
     /// listed (a lookup in a directory never listed whole), by (directory,
-    /// text), and when: a key under one that it did not show is not there.
-    started: Mutex<HashMap<(String, String), Instant>>,
+    /// text), and when that listing started and ended: a key under one
+    /// that it did not show is not there.
+    started: Mutex<HashMap<(String, String), (Instant, Instant)>>,
     /// Directories one listing page does not answer for: more than a page
     /// of entries, or a store that lists no pages (at most [`PRUNE_AT`]).
     big: Mutex<std::collections::HashSet<String>>,
     /// One listing of a directory (or of its names starting with a text)
     /// at a time: the threads probing a directory's entries all miss at
     /// once when its listing expires.
-    listing: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    listing: Mutex<HashMap<String, Gate>>,
     /// Owner and modes of what is shown (`-o uid=,gid=,file_mode=,dir_mode=`).
     perms: Shown,
     mounted: Time,
@@ -85,6 +92,7 @@ impl RemoteTree {
             remote,
             ttl,
             seen: Mutex::new(HashMap::new()),
+            kept: AtomicUsize::new(0),
             listed: Mutex::new(HashMap::new()),
             started: Mutex::new(HashMap::new()),
             big: Mutex::default(),
@@ -122,174 +130,40 @@ impl RemoteTree {
         Ok(parts.join("/"))
     }
 
-    fn remember(&self, key: String, node: Node) {
-        let at = Instant::now();
-        self.seen.lock().insert(key, Seen { at, node });
-    }
-
-    /// Drop what expired listings said, once there is much of it (a
-    /// mount that walks a large store keeps only what is still trusted;
-    /// the listing just made, of `fresh` entries, stays).
-    fn prune(&self, fresh: usize) {
-        let ttl = self.ttl;
-        let mut seen = self.seen.lock();
-        if seen.len() > PRUNE_AT.max(2 * fresh) {
-            seen.retain(|_, s| s.at.elapsed() < ttl);
-            drop(seen);
-            self.listed.lock().retain(|_, (t, _)| t.elapsed() < ttl);
-            self.started.lock().retain(|_, t| t.elapsed() < ttl);
-        }
-    }
-
-    fn listed_fresh(&self, dir: &str) -> bool {
-        self.listed_since(dir).is_some()
-    }
-
-    /// When the listing of `dir` still trusted started.
-    fn listed_since(&self, dir: &str) -> Option<Instant> {
-        match self.listed.lock().get(dir) {
-            Some((t, _)) if t.elapsed() < self.ttl => Some(*t),
-            _ => None,
-        }
-    }
-
-    /// The blocks the objects of `dir` use, if its listing is still trusted.
-    fn listed_blocks(&self, dir: &str) -> Option<u64> {
-        match self.listed.lock().get(dir) {
-            Some((t, blocks)) if t.elapsed() < self.ttl => Some(*blocks),
-            _ => None,
-        }
-    }
-
-    /// The gate of listings of `what`: one at a time. (Gates no thread
-    /// holds go once there are many: a lookup of each of a million names
-    /// makes one each.)
-    fn gate(&self, what: String) -> Arc<Mutex<()>> {
-        let mut gates = self.listing.lock();
-        if gates.len() >= PRUNE_AT {
-            gates.retain(|_, g| Arc::strong_count(g) > 1);
-        }
-        gates.entry(what).or_default().clone()
-    }
-
-    /// List `dir` unless another thread did while this one waited for it.
-    fn relist(&self, dir: &str) -> std::io::Result<()> {
-        let gate = self.gate(dir.to_string());
-        let _one = gate.lock();
-        if !self.listed_fresh(dir) {
-            self.list_key(dir)?;
-        }
-        Ok(())
-    }
-
-    /// List what a lookup in `dir` of a name starting with `start` needs:
-    /// `dir` whole if it was listed whole before (it is being walked) or
-    /// fits one listing page; else only the names starting with `start`
-    /// (one request, not one a thousand entries).
-    fn list_for(&self, dir: &str, start: Option<&str>) -> std::io::Result<()> {
-        let Some(start) = start else {
-            return self.relist(dir);
-        };
-        if self.listed.lock().contains_key(dir) {
-            return self.relist(dir);
-        }
-        if !self.big.lock().contains(dir) && self.relist_page(dir)? {
-            return Ok(());
-        }
-        if self.relist_start(dir, start)? {
-            return Ok(());
-        }
-        self.relist(dir)
-    }
-
-    /// List `dir` whole if one page holds it (unless another thread did):
-    /// false, and `dir` remembered as big, if it does not or the store
-    /// cannot tell.
-    fn relist_page(&self, dir: &str) -> std::io::Result<bool> {
-        let gate = self.gate(dir.to_string());
-        let _one = gate.lock();
-        if self.listed_fresh(dir) {
-            return Ok(true);
-        }
-        let started = Instant::now();
-        let Some(listing) = self.remote.list_start(dir, "").map_err(os_err)? else {
-            let mut big = self.big.lock();
-            if big.len() >= PRUNE_AT {
-                big.clear();
-            }
-            big.insert(dir.to_string());
-            return Ok(false);
-        };
-        self.listed_whole(dir, listing, started);
-        Ok(true)
-    }
-
-    /// When the listing of the names of `dir` starting with `start` still
-    /// trusted started.
-    fn started_since(&self, dir: &str, start: &str) -> Option<Instant> {
-        let key = (dir.to_string(), start.to_string());
-        self.started
-            .lock()
-            .get(&key)
-            .filter(|t| t.elapsed() < self.ttl)
-            .copied()
-    }
-
-    /// List the names of `dir` starting with `start`, unless another thread
-    /// did: false if the store cannot tell them apart from the rest (list
-    /// `dir` whole then).
-    fn relist_start(&self, dir: &str, start: &str) -> std::io::Result<bool> {
-        let gate = self.gate(format!("{dir}\n{start}"));
-        let _one = gate.lock();
-        if self.started_since(dir, start).is_some() {
-            return Ok(true);
-        }
-        let at = Instant::now();
-        let Some(listing) = self.remote.list_start(dir, start).map_err(os_err)? else {
-            return Ok(false);
-        };
-        let n = self.remember_listing(dir, listing).len();
-        let key = (dir.to_string(), start.to_string());
-        let mut started = self.started.lock();
-        if started.len() >= PRUNE_AT {
-            started.retain(|_, t| t.elapsed() < self.ttl);
-        }
-        started.insert(key, at);
-        drop(started);
-        self.prune(n);
-        Ok(true)
-    }
-
     /// Forget what listings said of `key` and its directory.
     fn forget(&self, key: &str) {
         self.seen.lock().remove(key);
         let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
-        self.listed.lock().remove(parent);
+        if let Some(l) = self.listed.lock().remove(parent) {
+            self.kept.fetch_sub(l.len(), Ordering::Relaxed);
+        }
         self.started.lock().retain(|(dir, _), _| dir != parent);
     }
 
-    /// What `key` is: from a listing younger than the TTL; else from a
-    /// fresh listing of its directory (one request answers a lookup's
-    /// every candidate name, and a directory's every entry) or, in a
-    /// directory never listed whole, of the names sharing its name's start
-    /// (up to its first `.`: every candidate name of one lookup); else
-    /// asked.
+    /// What `key` is: from a listing still trusted; else from a fresh
+    /// listing of its directory (one request answers a lookup's every
+    /// candidate name, and a directory's every entry) or, in a directory
+    /// never listed whole, of the names sharing its name's start (up to
+    /// its first `.`: every candidate name of one lookup); else asked.
     fn node(&self, key: &str) -> std::io::Result<Node> {
         if key.is_empty() {
             return Ok(Node::Dir);
         }
         let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
         let start = name.split('.').next().filter(|s| !s.is_empty());
+        // A listing that ended after this is what this lookup asked for,
+        // however short `metadata_ttl`.
+        let mut asked = None;
         for attempt in 0..2 {
             if let Some(s) = self.seen.lock().get(key) {
                 if s.at.elapsed() < self.ttl {
                     return Ok(s.node.clone());
                 }
             }
-            let since = self
-                .listed_since(parent)
-                .or_else(|| self.started_since(parent, start?));
-            if let Some(since) = since {
+            if let Some(l) = self.kept(parent, asked) {
+                return l.get(parent, name).ok_or_else(enoent);
+            }
+            if let Some(since) = start.and_then(|s| self.started_since(parent, s, asked)) {
                 // What that listing said, even if it was made between the
                 // look above and this one (by another thread).
                 return match self.seen.lock().get(key) {
@@ -297,6 +171,7 @@ impl RemoteTree {
                     _ => Err(enoent()),
                 };
             }
+            asked = Some(Instant::now());
             if attempt == 0 && self.list_for(parent, start).is_err() {
                 break;
             }
@@ -362,63 +237,13 @@ impl RemoteTree {
         }
     }
 
-    /// The names in directory `key`, each entry remembered with what the
-    /// listing says of it.
-    fn list_key(&self, key: &str) -> std::io::Result<Vec<OsString>> {
-        let started = Instant::now();
-        let listing = self.remote.list(key).map_err(os_err)?;
-        Ok(self.listed_whole(key, listing, started))
-    }
-
-    /// Remember `listing`, all of directory `key` (made from `started`
-    /// on): the names in it.
-    fn listed_whole(&self, key: &str, listing: Listing, started: Instant) -> Vec<OsString> {
-        let blocks = listing.objects.iter().map(|o| o.len.div_ceil(512)).sum();
-        let names = self.remember_listing(key, listing);
-        (self.listed.lock()).insert(key.to_string(), (started, blocks));
-        self.prune(names.len());
-        names
-    }
-
-    /// Remember what `listing` of directory `key` says of each entry: their
-    /// names.
-    fn remember_listing(&self, key: &str, listing: Listing) -> Vec<OsString> {
-        let child = |name: &str| match key {
-            "" => name.to_string(),
-            k => format!("{k}/{name}"),
-        };
-        let mut names = Vec::with_capacity(listing.dirs.len() + listing.objects.len());
-        for d in listing.dirs {
-            self.remember(child(&d), Node::Dir);
-            names.push(OsString::from(d));
-        }
-        for o in listing.objects {
-            let Some(name) = o.key.rsplit('/').next().map(str::to_string) else {
-                continue;
-            };
-            // An object named like its directory ("a/" kept as a marker)
-            // is not an entry.
-            if name.is_empty() {
-                continue;
-            }
-            self.remember(child(&name), Node::Object(o));
-            names.push(OsString::from(name));
-        }
-        names
-    }
-
-    /// The files of the sparse frame under `key`: one listing of its prefix.
+    /// The files of the sparse frame under `key`: one listing of its
+    /// prefix (the one its probe made, while it is trusted).
     fn frame_files(&self, key: &str, path: &Path) -> std::io::Result<RemoteFrame> {
-        let listing = self.remote.list(key).map_err(os_err)?;
-        let objects = listing
-            .objects
-            .into_iter()
-            .filter_map(|o| Some((o.key.rsplit('/').next()?.to_string(), o)))
-            .collect();
         Ok(RemoteFrame {
             path: path.to_path_buf(),
             remote: self.remote.clone(),
-            objects,
+            objects: self.whole(key)?.objects(key),
         })
     }
 }
@@ -485,7 +310,7 @@ impl SourceTree for RemoteTree {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
-        self.list_key(&self.key(dir)?)
+        Ok(self.whole(&self.key(dir)?)?.names())
     }
 
     fn stat(&self, path: &Path) -> std::io::Result<Meta> {
@@ -574,11 +399,8 @@ impl SourceTree for RemoteTree {
             return (0, 0);
         };
         // From the kept listing: attributes are asked often.
-        if self.listed_blocks(&key).is_none() && self.relist(&key).is_err() {
-            return (0, 0);
-        }
         let mode = self.perms.file_mode as u16;
-        self.listed_blocks(&key).map_or((0, 0), |b| (mode, b))
+        self.whole(&key).map_or((0, 0), |l| (mode, l.blocks))
     }
 
     fn statfs(&self) -> std::io::Result<Statfs> {
