@@ -73,8 +73,16 @@ pub fn apply_remote_option(
 ) -> Result<bool, String> {
     let need = || v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"));
     match k {
-        "region" => r.region = Some(need()?.to_string()),
-        "endpoint" => r.endpoint = Some(need()?.to_string()),
+        "region" => {
+            let v = need()?;
+            bloscfs_remote::check_region(k, v)?;
+            r.region = Some(v.to_string());
+        }
+        "endpoint" => {
+            let v = need()?;
+            bloscfs_remote::check_endpoint(k, v)?;
+            r.endpoint = Some(v.to_string());
+        }
         "anonymous" => r.anonymous = true,
         "follow_redirects" => r.follow_redirects = true,
         "manifest" => r.manifest = Some(need()?.to_string()),

@@ -17,4 +17,5 @@ mod names;
 mod objects;
 mod options;
 mod redirects;
+mod setup;
 mod tls;
