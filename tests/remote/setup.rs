@@ -192,3 +192,36 @@ fn no_credentials_found_is_one_line_within_seconds() {
     }
     drop(stall);
 }
+
+/// A missing key and a missing bucket say so in words (a wrong secret
+/// cannot be shown here: moto checks no signature; see answer.rs's unit
+/// test).
+#[test]
+fn s3_errors_are_words() {
+    let Some(moto) = Moto::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("frame")).unwrap();
+    copy(&fixture(REL), &d.path().join(REL));
+    moto.mkbucket("words");
+    moto.upload("words", "", d.path());
+    let r = Remote::s3(&moto, "words", "");
+    let nob = Remote::s3(&moto, "nobucket", "");
+    for (o, words) in [
+        (
+            r.cat("frame/none.b2frame", None, &[]),
+            "no such key (NoSuchKey, 404)",
+        ),
+        (
+            r.info("frame/none.b2frame", &[]),
+            "no such key (NoSuchKey, 404)",
+        ),
+        (
+            nob.cat(REL, None, &[]),
+            "no such bucket (NoSuchBucket, 404)",
+        ),
+        (nob.info(REL, &[]), "no such bucket (NoSuchBucket, 404)"),
+    ] {
+        one_line(&o, &[words]);
+        assert!(!o.stderr.contains('<'), "XML: {}", o.stderr);
+    }
+}
