@@ -225,3 +225,51 @@ fn s3_errors_are_words() {
         assert!(!o.stderr.contains('<'), "XML: {}", o.stderr);
     }
 }
+
+/// Options of another kind of source are refused before any request.
+#[test]
+fn options_that_do_not_apply_to_the_source_are_refused() {
+    let port = free_port();
+    let c2 = Remote {
+        base: format!("caterva2://127.0.0.1:{port}/@public"),
+        opts: vec!["region=eu-west-1".into()],
+        env: vec![],
+    };
+    one_line(
+        &c2.cat(REL, None, &[]),
+        &["option region (s3://) does not apply to caterva2://"],
+    );
+    let http = Remote {
+        base: format!("http://127.0.0.1:{port}"),
+        opts: vec!["anonymous".into()],
+        env: vec![],
+    };
+    one_line(
+        &http.info(REL, &[]),
+        &["anonymous (s3://) does not apply to http(s)://"],
+    );
+    let s3 = bare_s3("s3://b", &["manifest=m.txt"], &[]);
+    one_line(
+        &s3.cat(REL, None, &[]),
+        &["manifest (http(s)://) does not apply to s3://"],
+    );
+    // A local source: cat, and the mount (a usage error).
+    let mut c = Command::new(bin());
+    c.args(["cat", "-o", "timeout=3"]).arg(fixture(REL));
+    one_line(
+        &run(c, Duration::from_secs(30)),
+        &["timeout (remote sources)"],
+    );
+    let mp = tempfile::tempdir().unwrap();
+    let mut c = Command::new(bin());
+    c.arg(fixture("frame"))
+        .arg(mp.path())
+        .args(["-f", "-o", "endpoint=http://127.0.0.1:9"]);
+    let o = run(c, Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("does not apply to a local source"),
+        "{}",
+        o.stderr
+    );
+}
