@@ -273,3 +273,21 @@ fn options_that_do_not_apply_to_the_source_are_refused() {
         o.stderr
     );
 }
+
+/// `https://` spoken to a plain-HTTP server: an error at once, saying so.
+#[test]
+fn https_to_a_plain_http_server_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("frame")).unwrap();
+    copy(&fixture(REL), &d.path().join(REL));
+    let Some(srv) = Faulty::start(d.path()) else {
+        return;
+    };
+    let r = Remote {
+        base: format!("https://127.0.0.1:{}", srv.0.port),
+        opts: vec![],
+        env: vec![],
+    };
+    // Within the harness's limit, or the test fails.
+    one_line(&r.cat(REL, None, &[]), &["is it an http:// server?"]);
+}
