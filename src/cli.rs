@@ -23,12 +23,14 @@ struct Target {
 fn open_target(file: &Path, remote: &RemoteOptions, env: &Env) -> Result<Target, String> {
     let url = file.to_string_lossy();
     let Some(loc) = Location::parse(&url) else {
+        crate::config::check_applies(None, remote)?;
         return open_or_fail(file, env).map(|container| Target {
             container,
             remote: None,
         });
     };
     let loc = loc?;
+    crate::config::check_applies(Some(&loc), remote)?;
     let r = Remote::connect(loc, remote.clone()).map_err(|e| format!("{url}: {e}"))?;
     let opened = match r.stat("").map_err(|e| format!("{url}: {e}"))? {
         Entry::Object(o) => {

@@ -73,8 +73,16 @@ pub fn apply_remote_option(
 ) -> Result<bool, String> {
     let need = || v.ok_or_else(|| format!("option {k} needs a value ({k}=...)"));
     match k {
-        "region" => r.region = Some(need()?.to_string()),
-        "endpoint" => r.endpoint = Some(need()?.to_string()),
+        "region" => {
+            let v = need()?;
+            bloscfs_remote::check_region(k, v)?;
+            r.region = Some(v.to_string());
+        }
+        "endpoint" => {
+            let v = need()?;
+            bloscfs_remote::check_endpoint(k, v)?;
+            r.endpoint = Some(v.to_string());
+        }
         "anonymous" => r.anonymous = true,
         "follow_redirects" => r.follow_redirects = true,
         "manifest" => r.manifest = Some(need()?.to_string()),
@@ -97,6 +105,87 @@ pub fn apply_remote_option(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// Refuse the options of `r` that do not apply to the source `loc`
+/// (`None`: a local path): S3's `region=`, `endpoint=`, `anonymous` on
+/// other stores, HTTP's `manifest=`, Caterva2's `user=`/`password_file=`,
+/// and every remote option on a local source.
+pub fn check_applies(loc: Option<&Location>, r: &RemoteOptions) -> Result<(), String> {
+    let d = RemoteOptions::default();
+    let given = [
+        ("region", r.region.is_some()),
+        ("endpoint", r.endpoint.is_some()),
+        ("anonymous", r.anonymous),
+        ("manifest", r.manifest.is_some()),
+        ("user", r.user.is_some()),
+        ("password_file", r.password_file.is_some()),
+        ("ca_file", r.ca_file.is_some()),
+        ("follow_redirects", r.follow_redirects),
+        ("timeout", r.timeout != d.timeout),
+        ("retries", r.retries != d.retries),
+    ];
+    let (kind, applies): (&str, &[&str]) = match loc {
+        None => ("a local source", &[]),
+        Some(Location::S3 { .. }) => (
+            "s3://",
+            &[
+                "region",
+                "endpoint",
+                "anonymous",
+                "ca_file",
+                "follow_redirects",
+                "timeout",
+                "retries",
+            ],
+        ),
+        Some(Location::Http { .. }) => (
+            "http(s)://",
+            &[
+                "manifest",
+                "ca_file",
+                "follow_redirects",
+                "timeout",
+                "retries",
+            ],
+        ),
+        Some(Location::Caterva2 { .. }) => (
+            "caterva2://",
+            &[
+                "user",
+                "password_file",
+                "ca_file",
+                "follow_redirects",
+                "timeout",
+                "retries",
+            ],
+        ),
+    };
+    let wrong: Vec<&str> = given
+        .iter()
+        .filter(|(k, set)| *set && !applies.contains(k))
+        .map(|(k, _)| *k)
+        .collect();
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    let whose = |k: &str| match k {
+        "region" | "endpoint" | "anonymous" => "s3://",
+        "manifest" => "http(s)://",
+        "user" | "password_file" => "caterva2://",
+        _ => "remote sources",
+    };
+    let list: Vec<String> = wrong
+        .iter()
+        .map(|k| format!("{k} ({})", whose(k)))
+        .collect();
+    Err(format!(
+        "option{} {} do{} not apply to {kind}: remove {}",
+        if wrong.len() > 1 { "s" } else { "" },
+        list.join(", "),
+        if wrong.len() > 1 { "" } else { "es" },
+        if wrong.len() > 1 { "them" } else { "it" },
+    ))
 }
 
 /// The error of an option that is not one, naming it only if its name
@@ -296,6 +385,49 @@ impl Default for MountArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_that_do_not_apply_to_a_source_are_refused() {
+        let loc = |u: &str| Location::parse(u).unwrap().unwrap();
+        let with = |k: &str, v: Option<&str>| {
+            let mut r = RemoteOptions::default();
+            assert!(apply_remote_option(&mut r, k, v).unwrap());
+            r
+        };
+        let c2 = loc("caterva2://h:1/@public");
+        let http = loc("http://h/d/");
+        let s3 = loc("s3://b/p");
+        let e = check_applies(Some(&c2), &with("region", Some("eu-west-1"))).unwrap_err();
+        assert_eq!(
+            e,
+            "option region (s3://) does not apply to caterva2://: remove it"
+        );
+        for k in ["endpoint", "anonymous", "region"] {
+            let v = (k != "anonymous").then_some(if k == "endpoint" { "http://e" } else { "r" });
+            assert!(check_applies(Some(&http), &with(k, v)).is_err(), "{k}");
+            assert!(check_applies(Some(&c2), &with(k, v)).is_err(), "{k}");
+            check_applies(Some(&s3), &with(k, v)).unwrap();
+        }
+        let m = with("manifest", Some("m.txt"));
+        assert!(check_applies(Some(&s3), &m).is_err());
+        assert!(check_applies(Some(&c2), &m).is_err());
+        check_applies(Some(&http), &m).unwrap();
+        for (k, v) in [("user", "u"), ("password_file", "/pw")] {
+            assert!(check_applies(Some(&s3), &with(k, Some(v))).is_err(), "{k}");
+            assert!(
+                check_applies(Some(&http), &with(k, Some(v))).is_err(),
+                "{k}"
+            );
+            check_applies(Some(&c2), &with(k, Some(v))).unwrap();
+        }
+        let e = check_applies(None, &with("timeout", Some("3"))).unwrap_err();
+        assert!(
+            e.contains("timeout (remote sources)") && e.contains("a local source"),
+            "{e}"
+        );
+        check_applies(None, &RemoteOptions::default()).unwrap();
+        check_applies(Some(&s3), &with("timeout", Some("3"))).unwrap();
+    }
 
     #[test]
     fn an_unknown_option_is_named_only_if_it_looks_like_one() {

@@ -123,6 +123,7 @@ pub fn parse(args: &[String]) -> Result<Option<MountArgs>, String> {
     }
     m.source = PathBuf::from(&pos[0]);
     m.location = Location::parse(&pos[0]).transpose()?;
+    crate::config::check_applies(m.location.as_ref(), &m.remote)?;
     if m.location.is_none() && m.perms.any() {
         return Err("uid, gid, file_mode and dir_mode are for remote sources: a local directory shows its files' own owners and modes".into());
     }

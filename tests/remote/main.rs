@@ -18,5 +18,6 @@ mod names;
 mod objects;
 mod options;
 mod redirects;
+mod setup;
 mod stalls;
 mod tls;

@@ -112,15 +112,16 @@ pub async fn body(res: HttpResponse) -> Attempt<Bytes> {
 pub async fn failed(res: HttpResponse) -> (FetchError, bool) {
     let status = res.status();
     let words = match res.into_body().bytes().await {
-        Ok(b) => parse::s3_error(&b).map(|w| format!(" ({w})")),
+        Ok(b) => parse::s3_error(&b),
         Err(_) => None,
     };
-    let m = format!("{status}{}", words.unwrap_or_default());
+    let m = in_words(status.as_u16(), &status.to_string(), words.as_deref());
     match status.as_u16() {
         412 => (
             FetchError::Changed(format!("the object changed ({m})")),
             false,
         ),
+        404 if m.starts_with("no such") => (FetchError::Gone(m), false),
         404 => (FetchError::Gone(format!("no such object ({m})")), false),
         416 => (FetchError::NoRange(m), false),
         401 | 403 => (FetchError::Io(libc::EACCES, m), false),
@@ -129,9 +130,55 @@ pub async fn failed(res: HttpResponse) -> (FetchError, bool) {
     }
 }
 
+/// An error answer's message: the S3 error codes users meet set up
+/// wrong as a sentence naming the cause (the code after it), else the
+/// status and the document's words.
+fn in_words(status: u16, shown: &str, words: Option<&str>) -> String {
+    let code = words.map(|w| w.split(':').next().unwrap_or(w).trim());
+    let said = match code {
+        Some("SignatureDoesNotMatch") => "the secret key does not match the access key id",
+        Some("InvalidAccessKeyId") => "the store knows no such access key id",
+        Some("AccessDenied") => {
+            "access denied: the credentials may not read this (-o anonymous for a public bucket)"
+        }
+        Some("NoSuchBucket") => "no such bucket",
+        Some("NoSuchKey") => "no such key",
+        Some("ExpiredToken") | Some("TokenRefreshRequired") => "the session token has expired",
+        Some("InvalidToken") => "the session token is not valid",
+        Some("AuthorizationHeaderMalformed") => {
+            "the request's region or credentials are malformed (check -o region=)"
+        }
+        Some("PermanentRedirect") => "the bucket is in another region (check -o region=)",
+        _ => {
+            return match words {
+                Some(w) => format!("{shown} ({w})"),
+                None => shown.to_string(),
+            }
+        }
+    };
+    format!("{said} ({}, {status})", code.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn s3_error_codes_in_words() {
+        let w = |s, c: Option<&str>| in_words(s, &format!("{s} Reason"), c);
+        assert_eq!(
+            w(
+                403,
+                Some("SignatureDoesNotMatch: The request signature ...")
+            ),
+            "the secret key does not match the access key id (SignatureDoesNotMatch, 403)"
+        );
+        assert!(w(403, Some("AccessDenied: Access Denied")).starts_with("access denied"));
+        assert!(w(404, Some("NoSuchBucket: x")).starts_with("no such bucket (NoSuchBucket"));
+        assert!(w(404, Some("NoSuchKey: x")).starts_with("no such key (NoSuchKey"));
+        assert_eq!(w(500, Some("Slow: down")), "500 Reason (Slow: down)");
+        assert_eq!(w(502, None), "502 Reason");
+    }
 
     #[test]
     fn ranges_answered_are_the_ranges_asked() {

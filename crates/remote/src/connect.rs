@@ -1,13 +1,14 @@
 //! Building the clients for a location (and the Caterva2 login).
 
 use crate::fetch::Fetcher;
+use crate::location::{check_endpoint, check_region};
 use crate::net::{block_on, chain, io_err, Counters, Counting, Setup};
 use crate::redirect::Redirects;
 use crate::s3::Bucket;
 use crate::session::Session;
 use crate::spans::SpanCache;
 use crate::{url, Core, Location, Options};
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::ClientOptions;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -38,8 +39,13 @@ pub fn join(a: &str, b: &str) -> String {
 
 pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
     let counters = Arc::new(Counters::default());
+    let endpoint = match &loc {
+        Location::S3 { .. } => s3_endpoint(&opts, |k| std::env::var(k).ok())
+            .map_err(|e| io_err(libc::EINVAL, format!("{loc}: {e}")))?,
+        _ => None,
+    };
     let web = match &loc {
-        Location::S3 { .. } => opts.endpoint.clone().unwrap_or_default(),
+        Location::S3 { .. } => endpoint.clone().unwrap_or_default(),
         Location::Http { url } | Location::Caterva2 { url, .. } => url.clone(),
     };
     let setup = Setup {
@@ -74,7 +80,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         }
     }
     let client = Counting::new(&setup, counters.clone(), session)?;
-    let (backend, url_of) = backend(&loc, &opts, copts, &client)?;
+    let (backend, url_of) = backend(&loc, &opts, endpoint.as_deref(), copts, &client)?;
     let bucket = match &backend {
         Backend::S3 { bucket, .. } => Some(bucket.clone()),
         _ => None,
@@ -110,6 +116,7 @@ type UrlOf = Box<dyn Fn(&str) -> String + Send + Sync>;
 fn backend(
     loc: &Location,
     opts: &Options,
+    endpoint: Option<&str>,
     copts: ClientOptions,
     client: &Counting,
 ) -> std::io::Result<(Backend, UrlOf)> {
@@ -123,10 +130,17 @@ fn backend(
             if let Some(r) = &opts.region {
                 b = b.with_region(r);
             }
-            if let Some(e) = &opts.endpoint {
+            if let Some(r) = b.get_config_value(&AmazonS3ConfigKey::Region) {
+                let what = match opts.region {
+                    Some(_) => "region",
+                    None => "region (AWS_REGION or AWS_DEFAULT_REGION)",
+                };
+                check_region(what, &r).map_err(|e| io_err(libc::EINVAL, format!("{loc}: {e}")))?;
+            }
+            if let Some(e) = endpoint {
                 b = b
                     .with_endpoint(e)
-                    .with_allow_http(e.starts_with("http://"))
+                    .with_allow_http(e.to_ascii_lowercase().starts_with("http://"))
                     .with_virtual_hosted_style_request(false);
             }
             let store = b.clone().build().map_err(|e| os_err(loc, e))?;
@@ -169,6 +183,27 @@ fn backend(
     })
 }
 
+/// The S3 endpoint, checked: `-o endpoint=`, else what the AWS tools
+/// read (`AWS_ENDPOINT_URL_S3` before `AWS_ENDPOINT_URL`), else
+/// object_store's `AWS_ENDPOINT`; `None`: AWS itself. Path-style requests
+/// to it; plain HTTP when it says `http://`.
+fn s3_endpoint(
+    opts: &Options,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    let found = match &opts.endpoint {
+        Some(e) => Some(("endpoint", e.clone())),
+        None => ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+            .into_iter()
+            .find_map(|k| env(k).filter(|v| !v.is_empty()).map(|v| (k, v))),
+    };
+    let Some((what, e)) = found else {
+        return Ok(None);
+    };
+    check_endpoint(what, &e)?;
+    Ok(Some(e))
+}
+
 /// The certificates of the PEM file `file` (`-o ca_file=`): at least one.
 fn authorities(file: &std::path::Path) -> std::io::Result<Vec<reqwest::Certificate>> {
     let bad = |why: String| io_err(libc::EINVAL, format!("ca_file {}: {why}", file.display()));
@@ -194,6 +229,40 @@ fn os_err(loc: &Location, e: object_store::Error) -> std::io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoint_from_the_option_then_the_aws_variables() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let none = Options::default();
+        let opt = Options {
+            endpoint: Some("http://o:1".into()),
+            ..Options::default()
+        };
+        let both: &[(&str, &str)] = &[
+            ("AWS_ENDPOINT_URL", "http://u:1"),
+            ("AWS_ENDPOINT_URL_S3", "http://s3:1"),
+        ];
+        assert_eq!(s3_endpoint(&opt, env(both)).unwrap().unwrap(), "http://o:1");
+        assert_eq!(
+            s3_endpoint(&none, env(both)).unwrap().unwrap(),
+            "http://s3:1"
+        );
+        let url: &[(&str, &str)] = &[("AWS_ENDPOINT_URL", "http://u:1")];
+        assert_eq!(s3_endpoint(&none, env(url)).unwrap().unwrap(), "http://u:1");
+        assert_eq!(s3_endpoint(&none, env(&[])).unwrap(), None);
+        let bad: &[(&str, &str)] = &[("AWS_ENDPOINT_URL", "localhost:9000")];
+        let e = s3_endpoint(&none, env(bad)).unwrap_err();
+        assert!(
+            e.starts_with("AWS_ENDPOINT_URL localhost:9000: no scheme"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn join_paths() {

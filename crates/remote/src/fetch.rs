@@ -281,7 +281,18 @@ pub fn classify(e: &object_store::client::HttpError) -> FetchError {
     if is_timeout(e) {
         FetchError::Io(libc::ETIMEDOUT, chain(e))
     } else {
-        FetchError::Io(libc::EIO, chain(e))
+        FetchError::Io(libc::EIO, plain_hint(chain(e)))
+    }
+}
+
+/// A TLS handshake answered with something that is not TLS (rustls:
+/// `InvalidContentType`, a corrupt message): most likely `https://`
+/// spoken to a plain-HTTP server; say so.
+fn plain_hint(m: String) -> String {
+    if m.contains("InvalidContentType") || m.contains("corrupt message") {
+        format!("{m}: the server answered without TLS: is it an http:// server?")
+    } else {
+        m
     }
 }
 
@@ -295,7 +306,12 @@ mod tests {
         let e = HttpError::new(HttpErrorKind::Timeout, std::io::Error::other("slow"));
         assert!(matches!(classify(&e), FetchError::Io(libc::ETIMEDOUT, _)));
         let e = HttpError::new(HttpErrorKind::Connect, std::io::Error::other("refused"));
-        assert!(matches!(classify(&e), FetchError::Io(libc::EIO, _)));
+        assert!(matches!(classify(&e), FetchError::Io(libc::EIO, ref m) if !m.contains("http://")));
+        let tls = std::io::Error::other("received corrupt message of type InvalidContentType");
+        let e = HttpError::new(HttpErrorKind::Connect, tls);
+        assert!(
+            matches!(classify(&e), FetchError::Io(libc::EIO, ref m) if m.ends_with("is it an http:// server?"))
+        );
         let e = FetchError::Gone("404".into());
         assert_eq!(e.clone().into_io().kind(), std::io::ErrorKind::NotFound);
         assert_eq!(crate::net::errno_of(&e.into_io()), libc::ENOENT);

@@ -135,7 +135,7 @@ mod spans;
 mod tests;
 mod url;
 
-pub use location::Location;
+pub use location::{check_endpoint, check_region, Location};
 pub use net::{errno_of, Stats};
 pub use object::RemoteObject;
 

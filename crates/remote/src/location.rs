@@ -117,6 +117,54 @@ fn parse_remote(scheme: &str, rest: &str) -> Result<Location, String> {
     }
 }
 
+/// Check an S3 endpoint URL (`-o endpoint=`, `AWS_ENDPOINT_URL`, ...)
+/// before it reaches a URL or HTTP builder: `http://` or `https://`, a
+/// host, nothing that cannot be in a URL. `what` names where it came from.
+pub fn check_endpoint(what: &str, v: &str) -> Result<(), String> {
+    let lower = v.to_ascii_lowercase();
+    if !lower.starts_with("http://") && !lower.starts_with("https://") {
+        let shown = v.split_once("://").map_or(v, |(_, r)| r);
+        return Err(if v.contains("://") {
+            format!("{what} {v}: not an http:// or https:// URL: write http://{shown} or https://{shown}")
+        } else {
+            format!("{what} {v}: no scheme: write http://{v} or https://{v}")
+        });
+    }
+    if v.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{what} {v:?}: a space or control character in a URL"
+        ));
+    }
+    let url = reqwest::Url::parse(v).map_err(|e| format!("{what} {v}: not a URL: {e}"))?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{what} {v}: no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "{what}: a URL with credentials in it: give them in the environment, never in the URL"
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!("{what} {v}: a query or fragment: not supported"));
+    }
+    Ok(())
+}
+
+/// Check an S3 region name (`-o region=`, `AWS_REGION`): it goes into
+/// host names and signatures, so letters, digits, `-`, `_` and `.` only.
+pub fn check_region(what: &str, v: &str) -> Result<(), String> {
+    if v.is_empty()
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+    {
+        return Err(format!(
+            "{what} {v:?}: not a region name (letters, digits, '-', '_', '.': us-east-1)"
+        ));
+    }
+    Ok(())
+}
+
 /// `a//b` -> `a/b`.
 fn squeeze(path: &str) -> String {
     path.split('/')
@@ -207,6 +255,35 @@ mod tests {
         let s = ok("caterva2s://h/@public/");
         assert_eq!(s.to_string(), "caterva2s://h/@public");
         assert!(matches!(s, Location::Caterva2 { url, .. } if url == "https://h"));
+    }
+
+    #[test]
+    fn endpoints_need_a_scheme_and_a_host() {
+        let e = check_endpoint("endpoint", "127.0.0.1:5603").unwrap_err();
+        assert_eq!(
+            e,
+            "endpoint 127.0.0.1:5603: no scheme: write http://127.0.0.1:5603 or https://127.0.0.1:5603"
+        );
+        assert!(check_endpoint("endpoint", "ftp://h")
+            .unwrap_err()
+            .contains("http://h"));
+        assert!(check_endpoint("endpoint", "http://").is_err());
+        assert!(check_endpoint("endpoint", "http://h/a b").is_err());
+        assert!(check_endpoint("endpoint", "http://h\x01").is_err());
+        let e = check_endpoint("endpoint", "http://k:secret@h").unwrap_err();
+        assert!(!e.contains("secret"), "{e}");
+        check_endpoint("endpoint", "http://127.0.0.1:5603").unwrap();
+        check_endpoint("endpoint", "HTTPS://minio.example/").unwrap();
+    }
+
+    #[test]
+    fn regions_are_names() {
+        for r in ["", "a b", "a/b", "a\x01b", "a\nb", "é"] {
+            assert!(check_region("region", r).is_err(), "{r:?}");
+        }
+        for r in ["us-east-1", "garage", "eu_1.x"] {
+            check_region("region", r).unwrap();
+        }
     }
 
     #[test]
