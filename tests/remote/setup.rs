@@ -291,3 +291,31 @@ fn https_to_a_plain_http_server_says_so() {
     // Within the harness's limit, or the test fails.
     one_line(&r.cat(REL, None, &[]), &["is it an http:// server?"]);
 }
+
+/// object_store asks the instance metadata service (plain `http://` on the
+/// local link) for credentials: it is asked, not refused by the client,
+/// when the store itself is reached over `https://` only.
+#[test]
+fn instance_metadata_is_asked_over_http_for_an_https_store() {
+    let md = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", md.local_addr().unwrap());
+    let endpoint = format!("endpoint=https://127.0.0.1:{}", free_port());
+    let r = bare_s3("s3://b", &[&endpoint], &[("AWS_METADATA_ENDPOINT", &url)]);
+    let mut c = Command::new(bin());
+    for (k, v) in &r.env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.args(["cat", "-o", &r.opts.join(",")]).arg(r.url(REL));
+    let o = run(c, Duration::from_secs(15));
+    assert!(!o.status.success(), "{}", o.stderr);
+    // A connection it made waits in the listener's backlog.
+    md.set_nonblocking(true).unwrap();
+    assert!(
+        md.accept().is_ok(),
+        "the instance metadata service was never asked: {}",
+        o.stderr
+    );
+}

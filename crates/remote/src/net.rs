@@ -94,9 +94,14 @@ pub struct Counting {
     /// A Caterva2 login: its cookie goes with every request, and a 401
     /// answer to a GET logs in again and repeats the GET once.
     session: Option<Arc<Session>>,
+    /// The client of object_store's credential requests: plain HTTP
+    /// allowed (the instance metadata service and container credentials
+    /// are `http://` addresses on the local link), no redirect followed.
+    credentials: HttpClient,
 }
 
 /// How the one HTTP client of a remote is set up.
+#[derive(Clone)]
 pub struct Setup {
     /// Per request (the connection: at most 5 s of it).
     pub timeout: Duration,
@@ -139,16 +144,16 @@ impl Counting {
         counters: Arc<Counters>,
         session: Option<Arc<Session>>,
     ) -> std::io::Result<Self> {
-        let client = setup.client().map_err(|e| {
-            io_err(
-                libc::EINVAL,
-                format!("cannot set up the HTTP client: {}", chain(&e)),
-            )
-        })?;
+        let plain = Setup {
+            allow_http: true,
+            redirects: Redirects::None,
+            ..setup.clone()
+        };
         Ok(Counting {
-            inner: HttpClient::new(Guarded::new(client, setup.redirects)),
+            inner: guarded(setup)?,
             counters,
             session,
+            credentials: guarded(&plain)?,
         })
     }
     /// Send a request (counted). The body of its answer is read no
@@ -205,8 +210,31 @@ impl HttpService for Counting {
     }
 }
 
+/// The client `setup` describes, its redirects refused as it says.
+fn guarded(setup: &Setup) -> std::io::Result<HttpClient> {
+    let client = setup.client().map_err(|e| {
+        io_err(
+            libc::EINVAL,
+            format!("cannot set up the HTTP client: {}", chain(&e)),
+        )
+    })?;
+    Ok(HttpClient::new(Guarded::new(client, setup.redirects)))
+}
+
 impl HttpConnector for Counting {
-    fn connect(&self, _: &ClientOptions) -> object_store::Result<HttpClient> {
+    /// object_store asks for a client allowing plain HTTP only for its
+    /// credential requests (instance metadata, container credentials):
+    /// those go through [`Counting::credentials`], the store's through this
+    /// client (an `https://` store's client refuses `http://` URLs).
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        use object_store::ClientConfigKey::AllowHttp;
+        if options.get_config_value(&AllowHttp).as_deref() == Some("true") {
+            return Ok(HttpClient::new(Counting {
+                inner: self.credentials.clone(),
+                session: None,
+                ..self.clone()
+            }));
+        }
         Ok(HttpClient::new(self.clone()))
     }
 }
