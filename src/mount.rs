@@ -332,6 +332,10 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
     let remote = Remote::connect(loc.clone(), opts)?;
     let started = std::time::Instant::now();
     let root = remote.list("")?;
+    if root.dirs.is_empty() && root.objects.is_empty() {
+        // Not an error, as `ls` of an empty prefix is not: but say so.
+        log::warn!("{loc}: nothing there (no object under it): the mount is an empty directory");
+    }
     let tree =
         crate::fs::RemoteTree::new(remote, &loc.to_string(), m.metadata_ttl).with_perms(m.perms);
     tree.keep_root(root, started);

@@ -319,3 +319,23 @@ fn instance_metadata_is_asked_over_http_for_an_https_store() {
         o.stderr
     );
 }
+
+/// A prefix holding nothing mounts (as `ls` of it is no error) and the log
+/// says so.
+#[test]
+fn an_empty_prefix_mounts_with_a_warning() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("empty");
+    let r = Remote::s3(&moto, "empty", "nothing/here");
+    let mut m = r.mount(&[]);
+    assert_eq!(std::fs::read_dir(m.mp()).unwrap().count(), 0);
+    let log = m.log();
+    m.unmount();
+    assert!(
+        log.contains("s3://empty/nothing/here: nothing there"),
+        "{log}"
+    );
+}

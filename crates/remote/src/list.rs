@@ -31,7 +31,14 @@ pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
         Backend::S3 { prefix, bucket } => {
             let keys = Keys::dir(&join(prefix, dir));
             let url = format!("{}/", bucket.url);
-            block_on(xml_pages(core, &url, &keys, false))?.expect("a whole listing")
+            match block_on(xml_pages(core, &url, &keys, false)) {
+                // The location itself holding nothing is an empty
+                // directory, as `ls` of an empty prefix is.
+                Err(e) if dir.is_empty() && crate::errno_of(&e) == libc::ENOENT => {
+                    Listing::default()
+                }
+                r => r?.expect("a whole listing"),
+            }
         }
         Backend::Http { leaf, .. } if !leaf.is_empty() => {
             return Err(io_err(
