@@ -99,7 +99,8 @@ impl Remote {
         format!("{}/{}", self.base.trim_end_matches('/'), rel)
     }
 
-    fn command(&self) -> Command {
+    /// `bloscfs` with this tree's environment.
+    pub fn command(&self) -> Command {
         let mut c = Command::new(bin());
         for (k, v) in &self.env {
             match v {

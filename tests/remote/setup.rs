@@ -168,13 +168,7 @@ fn no_credentials_found_is_one_line_within_seconds() {
     let endpoint = format!("endpoint={}", closed_port());
     for md in [metadata.clone(), closed_port()] {
         let r = bare_s3("s3://b", &[&endpoint], &[("AWS_METADATA_ENDPOINT", &md)]);
-        let mut c = Command::new(bin());
-        for (k, v) in &r.env {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
-        }
+        let mut c = r.command();
         c.args(["cat", "-o", &r.opts.join(",")]).arg(r.url(REL));
         // Within the limit, or the harness fails the test.
         let o = run(c, Duration::from_secs(15));
@@ -301,13 +295,7 @@ fn instance_metadata_is_asked_over_http_for_an_https_store() {
     let url = format!("http://{}", md.local_addr().unwrap());
     let endpoint = format!("endpoint=https://127.0.0.1:{}", free_port());
     let r = bare_s3("s3://b", &[&endpoint], &[("AWS_METADATA_ENDPOINT", &url)]);
-    let mut c = Command::new(bin());
-    for (k, v) in &r.env {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
+    let mut c = r.command();
     c.args(["cat", "-o", &r.opts.join(",")]).arg(r.url(REL));
     let o = run(c, Duration::from_secs(15));
     assert!(!o.status.success(), "{}", o.stderr);
