@@ -117,6 +117,7 @@ mod ahead;
 mod answer;
 mod connect;
 mod fetch;
+mod hints;
 mod list;
 mod location;
 mod names;

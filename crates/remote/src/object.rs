@@ -2,6 +2,7 @@
 
 use crate::ahead::Ahead;
 use crate::fetch::{FetchError, Pin};
+use crate::hints::Hints;
 use crate::net::{block_on, runtime, Counters};
 use crate::spans::{self, Version, PAGE};
 use crate::{Core, Object};
@@ -38,6 +39,7 @@ pub struct RemoteObject {
     ahead: Mutex<Ahead>,
     /// Bytes asked for by `will_need` so far (capped).
     hinted: AtomicU64,
+    hints: Arc<Hints>,
 }
 
 impl RemoteObject {
@@ -65,6 +67,7 @@ impl RemoteObject {
             v,
             ahead: Mutex::new(ahead),
             hinted: AtomicU64::new(0),
+            hints: Arc::default(),
         }
     }
 
@@ -111,16 +114,8 @@ impl RemoteObject {
     /// Start fetching the pages of `pages` that are neither cached nor
     /// being fetched, as one run from the first such page to the last.
     fn start_missing(&self, pages: Range<u64>) -> Option<Pending> {
-        let (first, last) = {
-            let cache = self.core.spans.lock();
-            let inflight = self.core.inflight.lock();
-            let free =
-                |p: &u64| !cache.contains(self.v, *p) && !inflight.contains_key(&(self.v, *p));
-            let first = pages.clone().find(free)?;
-            let last = pages.clone().rev().find(free)?;
-            (first, last)
-        };
-        Some(start_run(&self.core, &self.obj, self.v, first..last + 1))
+        let run = unclaimed(&self.core, self.v, pages)?;
+        Some(start_run(&self.core, &self.obj, self.v, run))
     }
 
     /// Read `want` into `buf` (`around`: a small read, rounded out to the
@@ -200,21 +195,20 @@ impl RemoteObject {
             log::trace!("{}: read-ahead {parts:?}", self.obj.key);
         }
         for part in parts {
-            if let Some(pages) = self.free_part(spans::pages(&part)) {
-                drop(start_run(&self.core, &self.obj, self.v, pages));
-            }
+            drop(self.start_missing(spans::pages(&part)));
         }
     }
+}
 
-    /// `pages` less the cached or fetching pages at its start and end.
-    fn free_part(&self, pages: Range<u64>) -> Option<Range<u64>> {
-        let cache = self.core.spans.lock();
-        let inflight = self.core.inflight.lock();
-        let free = |p: &u64| !cache.contains(self.v, *p) && !inflight.contains_key(&(self.v, *p));
-        let first = pages.clone().find(free)?;
-        let last = pages.clone().rev().find(free)?;
-        Some(first..last + 1)
-    }
+/// `pages` of version `v` less the pages at its start and end that are
+/// cached or being fetched; None when all are.
+pub(crate) fn unclaimed(core: &Core, v: Version, pages: Range<u64>) -> Option<Range<u64>> {
+    let cache = core.spans.lock();
+    let inflight = core.inflight.lock();
+    let free = |p: &u64| !cache.contains(v, *p) && !inflight.contains_key(&(v, *p));
+    let first = pages.clone().find(free)?;
+    let last = pages.clone().rev().find(free)?;
+    Some(first..last + 1)
 }
 
 /// Start fetching `pages` of `obj` as one GET on the runtime, registered as
@@ -301,22 +295,9 @@ impl Source for RemoteObject {
         if self.hinted.fetch_add(bytes, Ordering::Relaxed) + bytes > cap {
             return;
         }
-        let (core, obj, v) = (self.core.clone(), self.obj.clone(), self.v);
-        runtime().spawn(async move {
-            let Ok(_permit) = core.hints.acquire().await else {
-                return;
-            };
-            let free = {
-                let cache = core.spans.lock();
-                let inflight = core.inflight.lock();
-                pages
-                    .clone()
-                    .any(|p| !cache.contains(v, p) && !inflight.contains_key(&(v, p)))
-            };
-            if free {
-                let _ = start_run(&core, &obj, v, pages).await;
-            }
-        });
+        if unclaimed(&self.core, self.v, pages).is_some() {
+            self.hints.push(&self.core, &self.obj, self.v, want);
+        }
     }
 }
 

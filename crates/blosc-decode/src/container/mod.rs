@@ -197,18 +197,19 @@ impl Container {
         buf: &mut [u8],
         later: &mut Deferred,
     ) -> Result<usize> {
-        self.note_read(offset, buf.len());
-        self.read_view_at(offset, buf, later)
+        let (_, jump) = self.note_read(offset, buf.len());
+        let read = self.read_view_at(offset, buf, later);
+        self.hint_headers(jump);
+        read
     }
 
-    /// A read of `len` bytes at `offset` begins: the first one far from the
-    /// previous read of any reader has the chunk headers hinted
-    /// (`policy.rs`). Returns where it ends.
-    fn note_read(&self, offset: u64, len: usize) -> u64 {
+    /// A read of `len` bytes at `offset` begins: returns where it ends and
+    /// how far it starts from the previous read of any reader (the first
+    /// far one has the chunk headers hinted once it is done: `policy.rs`).
+    fn note_read(&self, offset: u64, len: usize) -> (u64, u64) {
         let end = offset.saturating_add(len as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);
-        self.hint_headers(offset.abs_diff(prev));
-        end
+        (end, offset.abs_diff(prev))
     }
 
     /// Fill `buf` from offset `offset` of the raw uncompressed content.

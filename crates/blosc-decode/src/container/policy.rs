@@ -32,13 +32,15 @@ impl ChunkCtx {
 }
 
 impl Container {
-    /// On the first random read (`jump`: its distance from the previous
-    /// one, further than `SEQ_WINDOW` or a quarter of the file), have the
-    /// kernel read the start (header and block starts) of every stored
-    /// chunk not parsed yet, all at once and in the background: the first
-    /// read of each chunk after that waits for one disk read (its block)
-    /// instead of two in a row (see docs/PERFORMANCE.md). Sequential
-    /// readers never ask for it; at most `MAX_HINTED` chunks are hinted.
+    /// Once the first random read is done (`jump`: its distance from the
+    /// previous one, further than `SEQ_WINDOW` or a quarter of the file),
+    /// have the source read the start (header and block starts) of every
+    /// stored chunk not parsed yet, in the background: the first read of
+    /// each chunk after that waits for one read (its block) instead of two
+    /// in a row (see docs/PERFORMANCE.md). The read that asks is not
+    /// delayed: it has its bytes before any hint is given (on a remote
+    /// source each hint is a GET). Sequential readers never ask for it; at
+    /// most `MAX_HINTED` chunks are hinted.
     pub(super) fn hint_headers(&self, jump: u64) {
         /// Header and block starts of chunks of up to ~2,000 blocks.
         const HEAD: u64 = 8 << 10;

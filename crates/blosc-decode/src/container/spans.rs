@@ -92,7 +92,7 @@ impl Container {
         buf: &mut [u8],
         later: &mut Deferred,
     ) -> Result<Served> {
-        let end = self.note_read(offset, buf.len());
+        let (end, jump) = self.note_read(offset, buf.len());
         let prev = stream.last_end.swap(end, Ordering::Relaxed);
         let depth = if offset.abs_diff(prev) <= buf.len() as u64 {
             self.spans_wanted(stream)
@@ -101,7 +101,9 @@ impl Container {
             stream.ahead_to.store(0, Ordering::Relaxed);
             0
         };
-        let served = self.serve_spans(offset, buf, later)?;
+        let served = self.serve_spans(offset, buf, later);
+        self.hint_headers(jump);
+        let served = served?;
         self.queue_spans(stream, end, depth);
         Ok(served)
     }
