@@ -102,6 +102,13 @@ pub fn is_mounted(mp: &Path) -> bool {
     mount_dev(mp).is_some()
 }
 
+/// Is `mp` mounted and answering? A mount is listed in /proc/mounts before
+/// its daemon has answered FUSE_INIT (the connection's limits unset); a
+/// stat through it waits for that answer.
+pub fn mount_answers(mp: &Path) -> bool {
+    is_mounted(mp) && std::fs::metadata(mp).is_ok()
+}
+
 /// Wait (at most 15 s, else fail) until `cond` holds.
 pub fn wait_for(cond: impl Fn() -> bool, what: &str) {
     let t = Instant::now();

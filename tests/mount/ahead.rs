@@ -111,7 +111,7 @@ fn one_cpu_leaves_decoding_to_the_reader() {
         .expect("taskset (util-linux)");
     m.child = Some(child);
     let mp = m.mp();
-    wait_for(|| is_mounted(&mp), "the mount");
+    wait_for(|| mount_answers(&mp), "the mount");
     read_in_parts(&mp.join("series"), &want, 1);
     assert_eq!(stat(&mp, "spans_decoded"), 0);
     m.unmount();

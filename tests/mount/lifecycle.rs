@@ -232,7 +232,7 @@ fn descriptor_exhaustion_fails_only_that_open_and_recovers() {
         .spawn()
         .unwrap();
     keep.children.push(child);
-    wait_for(|| is_mounted(&mp), "the mount");
+    wait_for(|| mount_answers(&mp), "the mount");
     keep.mounted(&mp);
     let read_all = |round: &str| {
         for i in 0..n {

@@ -264,7 +264,7 @@ fn a_mount_is_walked_to_the_bottom_of_a_deep_tree() {
         mp: mp.clone(),
         child,
     };
-    wait_for(|| is_mounted(&mp), "the mount");
+    wait_for(|| mount_answers(&mp), "the mount");
 
     let ls = at_bottom(&mp, "ls -1");
     assert_eq!(

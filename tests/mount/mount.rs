@@ -56,7 +56,7 @@ impl Mount {
             .unwrap();
         let mp = self.mp();
         self.child = Some(child);
-        wait_for(|| is_mounted(&mp), "the mount");
+        wait_for(|| mount_answers(&mp), "the mount");
         self
     }
     /// Unmount, and check the daemon's log (`mount_logged`) shows no panic.
@@ -1018,7 +1018,7 @@ fn a_sparse_frame_of_more_chunk_files_than_descriptors_reads_whole() {
             .unwrap(),
     );
     let mp = m.mp();
-    wait_for(|| is_mounted(&mp), "the mount");
+    wait_for(|| mount_answers(&mp), "the mount");
     for pass in 0..2 {
         let got = std::fs::read(mp.join("many")).unwrap();
         assert!(

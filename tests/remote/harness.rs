@@ -222,7 +222,7 @@ impl RemoteMount {
             child: Some(child),
         };
         let t = Instant::now();
-        while !is_mounted(&m.mp()) {
+        while !mount_answers(&m.mp()) {
             if let Some(st) = m.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!(
                     "bloscfs {source} exited ({st}) before mounting:\n{}",

@@ -157,7 +157,7 @@ pub fn mount_foreground(src: &Path, mp: &Path, extra: &[&str], keep: &mut Cleanu
         .unwrap();
     let pid = child.id();
     keep.children.push(child);
-    wait_for(|| is_mounted(mp), "the mount");
+    wait_for(|| mount_answers(mp), "the mount");
     keep.mounted(mp);
     pid
 }
