@@ -285,6 +285,12 @@ impl Source for RemoteObject {
         Ok((&scratch[..len], false))
     }
 
+    fn will_read(&self, offset: u64, len: u64) {
+        if let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) {
+            drop(self.start_missing(spans::pages(&want)));
+        }
+    }
+
     fn will_need(&self, offset: u64, len: u64) {
         let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) else {
             return;

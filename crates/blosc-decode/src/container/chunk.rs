@@ -112,6 +112,7 @@ impl ChunkCtx {
         let mut block0: Option<Block> = None;
         let mut wrote = 0usize;
         let mut i = l.block_at(a);
+        self.announce(i, last);
         while i <= last {
             let bstart = l.block_start(i);
             let lo = a.max(bstart) - bstart;
@@ -132,6 +133,22 @@ impl ChunkCtx {
             i = j + 1;
         }
         Ok(())
+    }
+
+    /// Tell the source that the stored bytes of blocks `i..=last` will be
+    /// read, when more than one of them is neither cached nor queued: a
+    /// remote source fetches them in one request, not one per block.
+    fn announce(&self, i: u32, last: u32) {
+        let l = &self.layout;
+        let missing: Vec<u32> = (i..=last).filter(|&k| self.missing(k)).collect();
+        if missing.len() < 2 {
+            return;
+        }
+        let extents = missing.iter().map(|&k| l.extents[k as usize]);
+        let start = extents.clone().map(|e| e.start).min().unwrap_or(0) as u64;
+        let end = extents.map(|e| e.end).max().unwrap_or(0) as u64;
+        self.source
+            .will_read(self.offset + start, end.saturating_sub(start));
     }
 
     /// Is block `i` wholly inside `a..end` (and decodable in place: block 0

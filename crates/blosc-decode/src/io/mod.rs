@@ -122,6 +122,14 @@ pub trait Source: Send + Sync {
     fn will_need(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
+    /// `len` bytes at `offset` are about to be read, in several reads (the
+    /// stored blocks one request touches): a source whose every read costs
+    /// a round trip starts fetching them together and returns at once, so
+    /// those reads wait for one fetch. Others ignore it (the page cache
+    /// serves neighbouring reads).
+    fn will_read(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// `read_span` through the page cache.
