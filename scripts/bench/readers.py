@@ -1,9 +1,10 @@
 """Concurrent random readers and the first cold read of a fresh mount, with and without
 an added round trip: part of the remote section (scripts/bench/remote.py).
 
-The array: ARRAY (a float64 b2nd array of 128 chunks, as many as the 1 GiB array of
-8 MiB chunks issue 34 measured, at a size that keeps moto's GETs short: moto reads a
-whole object for every ranged GET). At 0 ms every client talks to the server directly;
+The array: ARRAY, a float64 b2nd array of 128 chunks (as many as the 1 GiB array of
+8 MiB chunks issue 34 measured) and 2,048 blocks (200 random reads touch few blocks
+twice, as in a large array), at a size that keeps moto's GETs short: moto reads a whole
+object for every ranged GET. At 0 ms every client talks to the server directly;
 at DELAY_MS every client (the mount, python-blosc2's C2Array, the raw GETs) goes through
 scripts/bench/delayproxy.py, which holds every piece of data DELAY_MS/2 in each
 direction and a new connection's first bytes one more round trip (its handshake).
@@ -33,7 +34,7 @@ import blosc2
 import remote
 
 MB = 1 << 20
-ARRAY = ("r.b2nd", 32 * MB, 256 << 10)  # name, bytes, chunk bytes: 128 chunks
+ARRAY = ("rand.b2nd", 32 * MB, 256 << 10, 16 << 10)  # name, bytes, chunk and block bytes
 DELAY_MS = 10
 THREADS = (1, 8)
 READS = 200
@@ -121,6 +122,8 @@ class Ctx:
         self.nbytes = self.x.nbytes
         self.span = os.path.getsize(local) - 4096
         self.npy = os.path.join(c.mp, ARRAY[0][: -len(".b2nd")] + ".npy")
+        self.what = (f"a {self.nbytes >> 20} MiB float64 array ({-(-self.nbytes // ARRAY[2])} chunks, "
+                     f"{ARRAY[3] >> 10} KiB blocks)")
 
     def want(self, o):
         return self.x[o // 8: o // 8 + 512].tobytes()
@@ -218,39 +221,56 @@ def med(v):
     return statistics.median(v)
 
 
+def rotate(rounds, sides):
+    """`rounds` rounds of every function in `sides`, round k starting at side k (mod the
+    count): each side's results."""
+    got = [[] for _ in sides]
+    for k in range(rounds):
+        for i in range(len(sides)):
+            j = (i + k) % len(sides)
+            got[j].append(sides[j]())
+    return got
+
+
+def refs(side, what_raw, what_c2):
+    """The references of `side`: raw GETs, and on Caterva2 C2Array too."""
+    return [what_raw] + ([what_c2] if side.c2 else [])
+
+
 def concurrent_rows(r, side, delay, rounds):
     """The READS random reads from each count of THREADS: bloscfs vs raw GETs (and C2Array)."""
     offs = r.offsets(READS, 7)
-    refs = [("raw", raw, "raw ranged GETs of 4 KiB, a kept-alive connection per thread")]
-    if side.c2:
-        refs.append(("C2Array", c2array, "python-blosc2 C2Array slices of the same 512 elements, one C2Array"))
+    theirs = refs(side, (raw, "raw ranged GETs of 4 KiB, a kept-alive connection per thread"),
+                  (c2array, "python-blosc2 C2Array slices of the same 512 elements, one C2Array"))
     for threads in THREADS:
-        for _, theirs, what in refs:
-            mine, ref = remote.alternate(rounds, lambda: ours(r, side, offs, threads),
-                                         lambda: theirs(r, side, offs, threads))
-            w_o, w_r = med(w for w, *_ in mine), med(w for w, *_ in ref)
-            p_o, p_r = med(med(lat) for _, lat, _ in mine), med(med(lat) for _, lat, _ in ref)
+        sides = [ours] + [f for f, _ in theirs]
+        mine, *ref = rotate(rounds, [lambda f=f: f(r, side, offs, threads) for f in sides])
+        w_o, p_o = med(w for w, *_ in mine), med(med(lat) for _, lat, _ in mine)
+        slow = med(max(lat) for _, lat, _ in mine)
+        for res, (_, what) in zip(ref, theirs):
+            w_r, p_r = med(w for w, *_ in res), med(med(lat) for _, lat, _ in res)
             r.b.row("remote", f"{side.be.name}, {threads} reader{'s' if threads > 1 else ''}, {READS} random 4 KiB "
-                    f"reads, +{delay} ms RTT: wall of a fresh mount (p50 {p_o * 1e3:.2f} ms, "
+                    f"reads of {r.what}, +{delay} ms RTT: wall of a fresh mount (p50 {p_o * 1e3:.2f} ms, slowest {slow * 1e3:.0f} ms, "
                     f"{remote.per(mine[-1][2])} requests per read) vs {what} (wall {w_r * 1e3:.0f} ms, p50 "
-                    f"{p_r * 1e3:.2f} ms, {remote.per(ref[-1][2])} requests per read)", w_o * 1e3, "ms", w_r / w_o)
+                    f"{p_r * 1e3:.2f} ms, {remote.per(res[-1][2])} requests per read)", w_o * 1e3, "ms", w_r / w_o)
 
 
 def first_rows(r, side, delay, rounds):
-    """The first read of a fresh mount vs one raw GET (and C2Array's open and first slice)."""
+    """The first read of a fresh mount vs one raw GET (and C2Array's open and first slice),
+    each round at an offset of its own."""
     offs = r.offsets(rounds, 11)
-    mine = [first_ours(r, side, o) for o in offs]
+    theirs = refs(side, (first_raw, "one raw ranged GET of 4 KiB on a new connection"),
+                  (first_c2array, "python-blosc2 C2Array(...) opened by a new client and sliced once"))
+    sides = [first_ours] + [f for f, _ in theirs]
+    it = [iter(offs) for _ in sides]
+    mine, *ref = rotate(rounds, [lambda f=f, i=i: f(r, side, next(i)) for f, i in zip(sides, it)])
     t_o = med(t for t, *_ in mine)
     _, during, until = mine[-1]
-    refs = [(first_raw, "one raw ranged GET of 4 KiB on a new connection")]
-    if side.c2:
-        refs.append((first_c2array, "python-blosc2 C2Array(...) opened by a new client and sliced once"))
-    for theirs, what in refs:
-        ref = [theirs(r, side, o) for o in offs]
-        t_r = med(t for t, _ in ref)
-        r.b.row("remote", f"{side.be.name}, first 4 KiB read of a fresh mount, +{delay} ms RTT: stat, open and "
+    for res, (_, what) in zip(ref, theirs):
+        t_r = med(t for t, _ in res)
+        r.b.row("remote", f"{side.be.name}, first 4 KiB read of {r.what} on a fresh mount, +{delay} ms RTT: stat, open and "
                 f"pread of the .npy ({during} requests until it returned, {until} until the unmount after it) vs "
-                f"{what} ({t_r * 1e3:.1f} ms, {ref[-1][1]} requests)", t_o * 1e3, "ms", t_r / t_o)
+                f"{what} ({t_r * 1e3:.1f} ms, {res[-1][1]} requests)", t_o * 1e3, "ms", t_r / t_o)
 
 
 def run(c, guarded):

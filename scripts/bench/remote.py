@@ -103,13 +103,14 @@ class Server:
             self.p.wait()
 
 
-def make_array(path, nbytes, chunk=8 * MB):
-    """A compressible 1-D float64 array (a rounded random walk) of `nbytes`, `chunk`-byte chunks."""
+def make_array(path, nbytes, chunk=8 * MB, block=None):
+    """A compressible 1-D float64 array (a rounded random walk) of `nbytes`, `chunk`-byte
+    chunks, `block`-byte blocks (None: python-blosc2's choice)."""
     if not os.path.exists(path):
         rng = np.random.default_rng(42)
         x = (np.cumsum(rng.normal(size=nbytes // 8)) * 0.01).round(3)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        blosc2.asarray(x, urlpath=path, mode="w", chunks=(chunk // 8,),
+        blosc2.asarray(x, urlpath=path, mode="w", chunks=(chunk // 8,), blocks=block and (block // 8,),
                        cparams=dict(codec=blosc2.Codec.ZSTD, clevel=1, filters=[blosc2.Filter.SHUFFLE]))
     return path
 
@@ -241,13 +242,13 @@ def run(b, a, d):
 
 
 def prepare(top, nbytes, n_many, small):
-    """The data under `top`: the array x.b2nd, the array `small` (name, bytes, chunk bytes)
+    """The data under `top`: the array x.b2nd, the array `small` (name, bytes, chunk and block bytes)
     beside it and `n_many` small containers (for S3), the arrays in a Caterva2 root and
     in a plain HTTP tree with a manifest; their paths."""
     data = os.path.join(top, f"data-{nbytes >> 20}M")
     local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
-    name, small_bytes, small_chunk = small
-    other = make_array(os.path.join(data, "big", name), small_bytes, small_chunk)
+    name, *shape = small
+    other = make_array(os.path.join(data, "big", name), *shape)
     make_many(os.path.join(data, "many"), n_many)
     state, web = os.path.join(top, "c2state"), os.path.join(top, "http")
     for dir_ in (state, web):
