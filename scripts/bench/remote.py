@@ -13,6 +13,8 @@ started here on 127.0.0.1, against what a user would do without bloscfs:
     times grow with the object's size; faulty.py reads only the range
   - `ls -l` of a prefix of 1,000 small containers: vs boto3's paginated
     ListObjectsV2 (the floor: listing names and sizes without reading anything)
+  - random 4 KiB reads from 1 and 8 threads, and the first read of a fresh mount, with
+    and without 10 ms added to every round trip (scripts/bench/readers.py)
 Loopback has no network latency: the request counts say more than the times.
 They are counted by the servers (moto's and cat2-server's access logs,
 faulty.py's /_stats), so they include every request the daemon makes.
