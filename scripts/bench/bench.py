@@ -24,7 +24,9 @@ then measures, each as the median of --runs:
   - mount + `ls -l` of a tree of 10,000 small containers
   - ratarmount (if it can be installed) on the same bytes as .tar.gz, sequential and random
   - remote sources (scripts/bench/remote.py; alone with --remote): mounts of S3 (moto), plain
-    HTTP and Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs
+    HTTP and Caterva2 servers on loopback vs download-and-decode, C2Array and raw ranged GETs;
+    1 and 8 random readers and the first read of a fresh mount, also with 10 ms added to
+    every round trip (scripts/bench/readers.py, through scripts/bench/delayproxy.py)
   - scaling (scripts/bench/scale.py; alone with --scale, skipped by --quick): for 1, 2, 4, ...
     CPUs up to the machine (taskset), 1 and k readers of a fresh mount, default options and
     -o decode_ahead=0, vs C-Blosc2 with k threads, the FUSE floor and `bloscfs cat` on those CPUs

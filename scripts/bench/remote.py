@@ -13,6 +13,8 @@ started here on 127.0.0.1, against what a user would do without bloscfs:
     times grow with the object's size; faulty.py reads only the range
   - `ls -l` of a prefix of 1,000 small containers: vs boto3's paginated
     ListObjectsV2 (the floor: listing names and sizes without reading anything)
+  - random 4 KiB reads from 1 and 8 threads, and the first read of a fresh mount, with
+    and without 10 ms added to every round trip (scripts/bench/readers.py)
 Loopback has no network latency: the request counts say more than the times.
 They are counted by the servers (moto's and cat2-server's access logs,
 faulty.py's /_stats), so they include every request the daemon makes.
@@ -40,6 +42,8 @@ from urllib.parse import quote
 
 import blosc2
 import numpy as np
+
+import readers
 
 MB = 1 << 20
 S3CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3client.py")
@@ -101,13 +105,14 @@ class Server:
             self.p.wait()
 
 
-def make_array(path, nbytes):
-    """A compressible 1-D float64 array (a rounded random walk) of `nbytes`, 8 MiB chunks."""
+def make_array(path, nbytes, chunk=8 * MB, block=None):
+    """A compressible 1-D float64 array (a rounded random walk) of `nbytes`, `chunk`-byte
+    chunks, `block`-byte blocks (None: python-blosc2's choice)."""
     if not os.path.exists(path):
         rng = np.random.default_rng(42)
         x = (np.cumsum(rng.normal(size=nbytes // 8)) * 0.01).round(3)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        blosc2.asarray(x, urlpath=path, mode="w", chunks=(MB,),
+        blosc2.asarray(x, urlpath=path, mode="w", chunks=(chunk // 8,), blocks=block and (block // 8,),
                        cparams=dict(codec=blosc2.Codec.ZSTD, clevel=1, filters=[blosc2.Filter.SHUFFLE]))
     return path
 
@@ -146,21 +151,27 @@ def sigv4(method, port, path, headers):
 
 
 def ranged_get(port, path, start, end, sign=True):
-    """One GET (`sign`: S3-signed) of bytes start..=end of the object at `path`: (body, object length)."""
+    """One GET (`sign`: S3-signed) of bytes start..=end of the object at `path`, on a
+    connection of its own: (body, object length)."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        headers = {"Range": f"bytes={start}-{end}"}
-        c.request("GET", path, headers=sigv4("GET", port, path, headers) if sign else headers)
-        r = c.getresponse()
-        body = r.read()
-        if r.status != 206:
-            raise RuntimeError(f"GET {path} bytes {start}-{end}: HTTP {r.status}")
-        total = int(r.getheader("Content-Range").rsplit("/", 1)[1])
-        if len(body) != min(end, total - 1) - start + 1:
-            raise RuntimeError(f"GET {path} bytes {start}-{end}: {len(body)} bytes")
-        return body, total
+        return ranged_get_on(c, port, path, start, end, sign)
     finally:
         c.close()
+
+
+def ranged_get_on(c, port, path, start, end, sign=True):
+    """`ranged_get` on the HTTPConnection `c` to `port`, which stays open (keep-alive)."""
+    headers = {"Range": f"bytes={start}-{end}"}
+    c.request("GET", path, headers=sigv4("GET", port, path, headers) if sign else headers)
+    r = c.getresponse()
+    body = r.read()
+    if r.status != 206:
+        raise RuntimeError(f"GET {path} bytes {start}-{end}: HTTP {r.status}")
+    total = int(r.getheader("Content-Range").rsplit("/", 1)[1])
+    if len(body) != min(end, total - 1) - start + 1:
+        raise RuntimeError(f"GET {path} bytes {start}-{end}: {len(body)} bytes")
+    return body, total
 
 
 def download(port, path, sign, part=8 * MB, inflight=8):
@@ -188,7 +199,7 @@ def run(b, a, d):
     nbytes = 16 * MB if a.quick else 256 * MB
     n_many = 1000
     top = os.path.join(d, "remote")
-    local, data, state, web = prepare(top, nbytes, n_many)
+    local, data, state, web = prepare(top, nbytes, n_many, readers.ARRAY)
     os.environ.update(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY, AWS_REGION=REGION)
     servers = []
     try:
@@ -218,11 +229,12 @@ def run(b, a, d):
             c.backends.append(Backend("HTTP", f"http://127.0.0.1:{hport}/big/", f"manifest={MANIFEST}", hport,
                                       "/big/x.b2nd", sign=False, count=faulty_gets(hport)))
         c.c2 = Backend("Caterva2", f"caterva2://127.0.0.1:{c2port}/{C2_ROOT}", "", c2port, None, sign=False,
-                       count=lambda: cat2.logged("GET /api/"))
+                       count=lambda: cat2.logged(" /api/"))  # C2Array POSTs its fetches
         c.c2base = f"http://127.0.0.1:{c2port}/"
         c.s3port, c.bins, c.moto = port, bins, moto
         sequential(c)
         random_reads(c)
+        readers.run(c, guarded)
         guarded(c, "S3 ls -l", lambda: listing(c, n_many))
     finally:
         if b.is_mounted(os.path.join(d, "mnt")):  # a measurement failed mid-way
@@ -231,21 +243,25 @@ def run(b, a, d):
             srv.close()
 
 
-def prepare(top, nbytes, n_many):
-    """The data under `top`: the array and `n_many` small containers (for S3), the
-    array in a Caterva2 root and in a plain HTTP tree with a manifest; their paths."""
+def prepare(top, nbytes, n_many, small):
+    """The data under `top`: the array x.b2nd, the array `small` (name, bytes, chunk and block bytes)
+    beside it and `n_many` small containers (for S3), the arrays in a Caterva2 root and
+    in a plain HTTP tree with a manifest; their paths."""
     data = os.path.join(top, f"data-{nbytes >> 20}M")
     local = make_array(os.path.join(data, "big", "x.b2nd"), nbytes)
+    name, *shape = small
+    other = make_array(os.path.join(data, "big", name), *shape)
     make_many(os.path.join(data, "many"), n_many)
     state, web = os.path.join(top, "c2state"), os.path.join(top, "http")
     for dir_ in (state, web):
         shutil.rmtree(dir_, ignore_errors=True)
     os.makedirs(os.path.join(state, "public"))
-    os.link(local, os.path.join(state, "public", "x.b2nd"))
     os.makedirs(os.path.join(web, "big"))
-    os.link(local, os.path.join(web, "big", "x.b2nd"))
+    for path in (local, other):
+        os.link(path, os.path.join(state, "public", os.path.basename(path)))
+        os.link(path, os.path.join(web, "big", os.path.basename(path)))
     with open(os.path.join(web, "big", MANIFEST), "w") as f:
-        f.write(f"{os.path.getsize(local)} x.b2nd\n")
+        f.write("".join(f"{os.path.getsize(p)} {os.path.basename(p)}\n" for p in (local, other)))
     return local, data, state, web
 
 
@@ -282,6 +298,7 @@ class Ctx:
         self.b, self.a, self.nbytes = b, a, nbytes
         self.mp = os.path.join(d, "mnt")
         self.runs = 1 if a.quick else a.runs
+        self.local = local
         self.compressed_len = os.path.getsize(local)
         self.x = blosc2.open(local)[:]
         assert self.x.nbytes == nbytes
