@@ -2,10 +2,13 @@
 //! (scripts/fixtures/gen_store_fixtures.py, fixtures in
 //! tests/fixtures/stores): a BatchArray loses `.b2b` like every container;
 //! a metalayer and a vlmetalayer of one name are two attributes, each
-//! holding its own value.
+//! holding its own value; a `.b2z` store is a directory of its members,
+//! each file the manifest lists presented with the bytes python-blosc2
+//! reads there; a member not stored in place is listed and reads fail.
 
 use crate::common;
-use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
+use bloscfs::fs::{Fs, FsOptions, Kind, ROOT_INO};
+use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
@@ -80,5 +83,42 @@ fn metalayer_and_vlmetalayer_of_one_name_are_both_read() {
                 assert_eq!(hex(&got), value.as_str().unwrap(), "{file}: {name}");
             }
         }
+    }
+}
+
+#[test]
+fn files_read_as_python_blosc2_reads_them() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        for f in manifest(&dir)["files"].as_array().unwrap() {
+            let rel = f["presented"].as_str().unwrap();
+            let a = lookup(&fs, rel);
+            assert_eq!(a.kind, Kind::File, "{rel}");
+            assert_eq!(a.size, f["len"].as_u64().unwrap(), "{rel}");
+            let (fh, _) = fs.open(a.ino, false).unwrap();
+            let got = fs.read(fh, 0, a.size as u32 + 1).unwrap();
+            fs.release(fh);
+            let sha = format!("{:x}", Sha256::digest(&got));
+            assert_eq!(sha, f["sha256"].as_str().unwrap(), "{rel}");
+        }
+    }
+}
+
+#[test]
+fn store_members_are_listed_and_deflated_ones_fail() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        let top = lookup(&fs, "dict.b2z");
+        assert_eq!(top.kind, Kind::Dir);
+        assert_eq!(
+            common::names(&fs, top.ino),
+            [".", "..", "a.npy", "embed.b2e", "grp", "s"]
+        );
+        let d = lookup(&fs, "deflated.b2z");
+        assert_eq!(d.kind, Kind::Dir);
+        let names = common::names(&fs, d.ino);
+        assert_eq!(names, [".", "..", "a.b2nd", "embed.b2e", "grp", "s.b2f"]);
+        let a = lookup(&fs, "deflated.b2z/a.b2nd");
+        assert_eq!(fs.open(a.ino, false).err(), Some(libc::EIO));
     }
 }
