@@ -48,6 +48,7 @@ use listing::{DirListing, Listings};
 use probe::Probes;
 pub use remote_tree::RemoteTree;
 pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
+pub use stores::StoreTree;
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
