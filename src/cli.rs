@@ -75,11 +75,33 @@ fn print_stats(remote: Option<&Remote>) {
 }
 
 fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
-    match open_path_with(path, env) {
+    let opened = match in_store(path) {
+        Some(abs) => open_member(&abs, env),
+        None => open_path_with(path, env),
+    };
+    match opened {
         Ok(Some(c)) => Ok(c),
         Ok(None) => Err(not_a_container(path)),
         Err(e) => Err(e.in_file(path).to_string()),
     }
+}
+
+/// `path` made absolute, if it leads through a `.b2z` store (a member).
+fn in_store(path: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(path).ok()?;
+    let parent = abs.parent()?;
+    parent
+        .ancestors()
+        .any(|a| a.as_os_str().as_encoded_bytes().ends_with(b".b2z") && a.is_file())
+        .then_some(abs)
+}
+
+/// Open the store member at `abs` as the mount would.
+fn open_member(abs: &Path, env: &Env) -> blosc_decode::Result<Option<Container>> {
+    let local = std::sync::Arc::new(crate::fs::LocalTree::new(PathBuf::from("/")));
+    let tree = crate::fs::StoreTree::new(local);
+    let md = tree.stat(abs).map_err(Error::from)?;
+    tree.open_container(abs, &md, env)
 }
 
 /// Apply `-o` options (comma-separated) of remote sources.

@@ -15,45 +15,59 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 
-/// Suffixes stripped from container names (longest first).
+/// The suffixes stripped from container names, longest first: the one list
+/// both naming directions use. `.b2nd` (NDArray), `.b2f` and `.b2frame`
+/// (SChunk frames), `.b2b` (BatchArray), Bloscpack's and the generic ones.
 pub const SUFFIXES: &[&str] = &[
     ".bloscpack",
     ".b2frame",
     ".b2pack",
     ".blosc2",
     ".blosc",
+    ARRAY_SUFFIX,
+    ".b2b",
     ".b2f",
     ".bl2",
     ".blp",
     ".b2",
 ];
 
+/// The array suffix: replaced by `.npy`, and kept by an array presented as
+/// its bytes (its dtype has no `.npy` form), whose name then still says
+/// what it holds.
+const ARRAY_SUFFIX: &str = ".b2nd";
+
+/// `name` without the first of [`SUFFIXES`] it ends with (for a container
+/// presented as `.npy` or not), if what is left is not empty.
+fn stem_of(name: &str, npy: bool) -> Option<&str> {
+    SUFFIXES
+        .iter()
+        .filter(|suf| npy || **suf != ARRAY_SUFFIX)
+        .find_map(|suf| name.strip_suffix(suf))
+        .filter(|stem| !stem.is_empty())
+}
+
 /// A source entry as naming sees it: `None` if it is not a container,
 /// `Some(npy)` if it is one (`npy`: presented as a `.npy` array).
 pub type Naming = Option<bool>;
 
-/// The presented name of a container: one known suffix removed; arrays get
-/// `.npy` (replacing `.b2nd`, or appended).
+/// The presented name of a container: one of [`SUFFIXES`] removed; arrays
+/// get `.npy` (replacing the suffix, or appended).
 pub fn presented_name(name: &OsStr, npy: bool) -> OsString {
     let s = name.to_string_lossy();
+    let stem = stem_of(&s, npy);
     if npy {
-        let stem = s
-            .strip_suffix(".b2nd")
-            .or_else(|| SUFFIXES.iter().find_map(|suf| s.strip_suffix(suf)))
-            .unwrap_or(&s);
-        if stem.is_empty() {
-            return name.to_os_string();
-        }
-        return OsString::from(format!("{stem}.npy"));
+        return match stem {
+            Some(stem) => OsString::from(format!("{stem}.npy")),
+            // The name is a bare suffix: nothing left to name the array.
+            None if SUFFIXES.contains(&&*s) => name.to_os_string(),
+            None => OsString::from(format!("{s}.npy")),
+        };
     }
-    for suf in SUFFIXES {
-        if let Some(stem) = s.strip_suffix(suf) {
-            if !stem.is_empty() && name.as_bytes().len() == s.len() {
-                return OsString::from(stem);
-            }
-        }
+    match stem {
+        Some(stem) if name.as_bytes().len() == s.len() => OsString::from(stem),
+        _ => name.to_os_string(),
     }
-    name.to_os_string()
 }
 
 /// The name a source entry asks for, if it is a container and that name
@@ -108,7 +122,6 @@ pub fn wanting(name: &OsStr) -> Option<Vec<OsString>> {
         .collect();
     if let Some(stem) = s.strip_suffix(".npy").filter(|st| !st.is_empty()) {
         out.push(stem.into());
-        out.push(format!("{stem}.b2nd").into());
         out.extend(
             SUFFIXES
                 .iter()
@@ -178,6 +191,31 @@ mod tests {
         assert_eq!(presented_name(OsStr::new("w.b2nd"), true), "w.npy");
         assert_eq!(presented_name(OsStr::new("w.blp"), true), "w.npy");
         assert_eq!(presented_name(OsStr::new("w"), true), "w.npy");
+        assert_eq!(presented_name(OsStr::new(".b2nd"), true), ".b2nd");
+    }
+
+    /// Every suffix of the one list is stripped, both ways: from a frame's
+    /// name, and before `.npy` from an array's; `wanting` finds them all.
+    #[test]
+    fn every_suffix_is_stripped() {
+        assert!(SUFFIXES.contains(&".b2b"));
+        for suf in SUFFIXES {
+            let src = OsString::from(format!("t{suf}"));
+            let bytes = if *suf == ARRAY_SUFFIX {
+                &*src
+            } else {
+                OsStr::new("t")
+            };
+            assert_eq!(presented_name(&src, false), bytes, "{suf}");
+            assert_eq!(presented_name(&src, true), "t.npy", "{suf}");
+            if *suf != ARRAY_SUFFIX {
+                assert!(wanting(OsStr::new("t")).unwrap().contains(&src), "{suf}");
+            }
+            assert!(
+                wanting(OsStr::new("t.npy")).unwrap().contains(&src),
+                "{suf}"
+            );
+        }
     }
 
     #[test]
@@ -204,6 +242,7 @@ mod tests {
             ".blp",
             ".bloscpack",
             ".b2f",
+            ".b2b",
         ]);
         (stems, sufs).prop_map(|(a, b)| format!("{a}{b}"))
     }

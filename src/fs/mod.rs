@@ -5,7 +5,8 @@
 //! Directories mirror SOURCE. Every container (detected by content) is a
 //! regular read-only file of its uncompressed bytes, named after its source
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
-//! would collide keeps its source name. Everything else passes through.
+//! would collide keeps its source name. A `.b2z` store is a directory of its
+//! members ([`stores`]). Everything else passes through.
 
 pub use crate::config::FsOptions;
 use crate::names;
@@ -34,6 +35,7 @@ mod probe;
 mod read;
 mod remote_tree;
 mod source_tree;
+mod stores;
 mod tree;
 mod xattr;
 
@@ -46,6 +48,7 @@ use listing::{DirListing, Listings};
 use probe::Probes;
 pub use remote_tree::RemoteTree;
 pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
+pub use stores::StoreTree;
 pub use xattr::Statfs;
 
 pub const ROOT_INO: u64 = 1;
@@ -221,6 +224,7 @@ impl Fs {
 
     /// The presented tree of `tree`.
     pub fn with_tree(tree: Arc<dyn SourceTree>, opts: &FsOptions) -> std::io::Result<Fs> {
+        let tree: Arc<dyn SourceTree> = Arc::new(stores::StoreTree::new(tree));
         let root = tree.root().to_path_buf();
         let env = opts.env();
         let root_dev = tree.stat_follow(&root)?.dev;

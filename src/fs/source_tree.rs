@@ -10,7 +10,7 @@ use super::Statfs;
 use crate::mounts::FuseMounts;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
-use blosc_decode::io::{self, Stamp};
+use blosc_decode::io::{self, Source, Stamp};
 use blosc_decode::longpath;
 use blosc_decode::srcdir::SourceDir;
 use std::ffi::OsString;
@@ -185,6 +185,9 @@ pub trait SourceTree: Send + Sync {
         meta: &Meta,
         env: &Env,
     ) -> blosc_decode::Result<Option<Container>>;
+    /// Open the regular file at `path`, if it is still the entry `meta`
+    /// describes, as a source of its bytes (a store's archive).
+    fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>>;
     /// Open the regular file at `path` for reading as raw bytes, with its
     /// metadata as opened (the caller checks it is the file it looked up).
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)>;
@@ -221,6 +224,48 @@ impl LocalTree {
             fuse_mounts: FuseMounts::new(&root),
             root,
         }
+    }
+}
+
+/// The error of an entry replaced since it was looked up.
+fn swapped(path: &Path) -> blosc_decode::Error {
+    blosc_decode::Error::new(
+        blosc_decode::ErrorKind::Changed,
+        "replaced since it was looked up: not opened",
+    )
+    .in_file(path)
+}
+
+/// Read `src` into `buf` from `offset` as a file is read: fewer bytes at
+/// its end, none past it.
+pub(super) fn read_clipped(
+    src: &dyn Source,
+    buf: &mut [u8],
+    offset: u64,
+) -> std::io::Result<usize> {
+    let len = src.len();
+    if offset >= len {
+        return Ok(0);
+    }
+    let n = ((len - offset) as usize).min(buf.len());
+    src.read_exact_at(offset, &mut buf[..n])
+        .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
+    Ok(n)
+}
+
+/// `lseek(2)` in a file of `len` bytes without holes.
+pub(super) fn lseek_whole(len: u64, offset: i64, whence: i32) -> Result<i64, i32> {
+    let len = len as i64;
+    match whence {
+        libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
+        libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
+        libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
+        libc::SEEK_SET if offset >= 0 => Ok(offset),
+        libc::SEEK_END => len
+            .checked_add(offset)
+            .filter(|&o| o >= 0)
+            .ok_or(libc::EINVAL),
+        _ => Err(libc::EINVAL),
     }
 }
 
@@ -273,13 +318,6 @@ impl SourceTree for LocalTree {
         meta: &Meta,
         env: &Env,
     ) -> blosc_decode::Result<Option<Container>> {
-        let swapped = || {
-            blosc_decode::Error::new(
-                blosc_decode::ErrorKind::Changed,
-                "replaced since it was looked up: not opened",
-            )
-            .in_file(path)
-        };
         if meta.is_dir() {
             if !blosc_decode::open::frame::is_sframe_dir(path) {
                 return Ok(None);
@@ -287,17 +325,20 @@ impl SourceTree for LocalTree {
             let dir = SourceDir::open(path, false)
                 .map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
             if !dir_is(&dir, meta) {
-                return Err(swapped());
+                return Err(swapped(path));
             }
             return detect::open_sframe_dir(Arc::new(dir), env).map(Some);
         }
+        detect::open_source(self.open_source(path, meta)?, path, env)
+    }
+
+    fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {
         let (file, fmd) =
             io::open_regular(path).map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
         if !Meta::from(&fmd).same_file(meta) {
-            return Err(swapped());
+            return Err(swapped(path));
         }
-        let src = Arc::new(io::FileSource::opened(file, &fmd, path));
-        detect::open_source(src, path, env)
+        Ok(Arc::new(io::FileSource::opened(file, &fmd, path)))
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {

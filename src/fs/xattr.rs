@@ -60,8 +60,11 @@ impl Fs {
                     add("blockshape", format!("{:?}", nd.blockshape));
                 }
             }
-            for (n, v) in i.metalayers.iter().chain(i.vlmetalayers.iter()) {
-                out.push((format!("user.blosc.meta.{n}"), v.clone()));
+            let layers = [("meta", &i.metalayers), ("vlmeta", &i.vlmetalayers)];
+            for (prefix, list) in layers {
+                for (n, v) in list.iter().filter(|(n, _)| !n.contains('\0')) {
+                    out.push((format!("user.blosc.{prefix}.{n}"), v.clone()));
+                }
             }
         }
         Ok(out)

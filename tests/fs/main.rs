@@ -11,3 +11,4 @@ mod fs;
 mod fs_sizes;
 mod npy_writers;
 mod source_tree;
+mod stores;

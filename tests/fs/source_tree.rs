@@ -82,6 +82,14 @@ impl SourceTree for Counting {
         self.note("open_plain", path);
         self.inner.open_plain(path)
     }
+    fn open_source(
+        &self,
+        path: &Path,
+        meta: &Meta,
+    ) -> blosc_decode::Result<Arc<dyn blosc_decode::io::Source>> {
+        self.note("open_source", path);
+        self.inner.open_source(path, meta)
+    }
     fn dir_container_access(&self, path: &Path, meta: &Meta) -> (u16, u64) {
         self.inner.dir_container_access(path, meta)
     }

@@ -11,3 +11,4 @@ mod lifecycle;
 mod longpath;
 mod mount;
 mod security;
+mod stores;

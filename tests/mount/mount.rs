@@ -40,7 +40,7 @@ impl Mount {
     }
     /// Mount a prepared tree in the foreground, its log in a file: the
     /// mount and that file's path.
-    fn mount_logged(self, extra: &[&str]) -> (Mount, PathBuf) {
+    pub(crate) fn mount_logged(self, extra: &[&str]) -> (Mount, PathBuf) {
         let log = self.dir.path().join("log");
         let m = self.spawn(extra, std::fs::File::create(&log).unwrap().into());
         (m, log)
@@ -60,7 +60,7 @@ impl Mount {
         self
     }
     /// Unmount, and check the daemon's log (`mount_logged`) shows no panic.
-    fn unmount_without_panic(&mut self, log: &Path) {
+    pub(crate) fn unmount_without_panic(&mut self, log: &Path) {
         self.unmount();
         let text = std::fs::read_to_string(log).unwrap();
         assert!(!text.contains("panicked"), "{text}");

@@ -22,30 +22,11 @@ impl RawFile for RemoteRaw {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        let len = self.obj.len();
-        if offset >= len {
-            return Ok(0);
-        }
-        let n = ((len - offset) as usize).min(buf.len());
-        self.obj
-            .read_exact_at(offset, &mut buf[..n])
-            .map_err(|e| std::io::Error::from_raw_os_error(e.errno()))?;
-        Ok(n)
+        crate::fs::source_tree::read_clipped(self.obj.as_ref(), buf, offset)
     }
 
     fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
-        let len = self.obj.len() as i64;
-        match whence {
-            libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
-            libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
-            libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
-            libc::SEEK_SET if offset >= 0 => Ok(offset),
-            libc::SEEK_END => len
-                .checked_add(offset)
-                .filter(|&o| o >= 0)
-                .ok_or(libc::EINVAL),
-            _ => Err(libc::EINVAL),
-        }
+        crate::fs::source_tree::lseek_whole(self.obj.len(), offset, whence)
     }
 }
 

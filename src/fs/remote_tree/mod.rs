@@ -16,6 +16,7 @@ use super::Statfs;
 use crate::config::Perms;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
+use blosc_decode::io::Source;
 use bloscfs_remote::{Entry, Object, Remote};
 use files::{RemoteFrame, RemoteRaw};
 use listed::{Gate, Listed};
@@ -341,6 +342,13 @@ impl SourceTree for RemoteTree {
         }
         let o = self.object_as(path, meta)?;
         detect::probe_source(self.remote.open(&o), path)
+    }
+
+    fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {
+        let o = self.object_as(path, meta)?;
+        let src = self.remote.open(&o);
+        src.prefetch_open().map_err(|e| e.in_file(path))?;
+        Ok(src)
     }
 
     fn open_container(

@@ -8,3 +8,4 @@ pub mod msgpack;
 pub mod packed;
 pub mod pylit;
 pub mod vlblocks;
+pub mod zip;

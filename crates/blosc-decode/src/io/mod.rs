@@ -18,10 +18,12 @@ mod file;
 mod lazy;
 #[cfg(test)]
 mod tests;
+mod window;
 
 pub(crate) use file::set_blocking;
 pub use file::{open_regular, FileSource, Stamp};
 pub use lazy::{fd_limit, max_kept_open, LazyFileSource};
+pub use window::Window;
 
 /// The soft and hard limits on open file descriptors (`RLIMIT_NOFILE`), if
 /// the system says.

@@ -4,3 +4,4 @@
 pub mod bloscpack;
 pub mod frame;
 pub mod packed;
+pub mod store;
