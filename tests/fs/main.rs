@@ -8,5 +8,6 @@ mod common;
 mod cli;
 mod fs;
 mod fs_sizes;
+mod issue30;
 mod npy_writers;
 mod source_tree;

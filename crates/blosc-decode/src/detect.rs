@@ -5,7 +5,7 @@ use crate::container::{Container, Env, View};
 use crate::dtype::Dtype;
 use crate::error::{Context, Result};
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
-use crate::format::frame;
+use crate::format::{frame, tensor};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
 use crate::npy::{npy_header, NdLayout};
@@ -137,14 +137,13 @@ fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
             let h = crate::open::frame::read_header(src.as_ref()).in_file(path)?;
             let info = Info {
                 metalayers: h.metalayers.clone(),
+                vlmetalayers: crate::open::frame::vlmetalayers_or_none(src.as_ref(), &h),
                 nbytes: h.nbytes,
                 typesize: h.typesize,
                 ..Default::default()
             };
             match npy_view(&info, path) {
-                Some(Ok(v @ View::Npy { nd: Some(_), .. })) => {
-                    Ok(probe(v.len(h.nbytes), v.is_npy()))
-                }
+                Some(Ok(v)) => Ok(probe(v.len(h.nbytes), v.is_npy())),
                 _ => Ok(probe(h.nbytes, false)),
             }
         }
@@ -233,14 +232,24 @@ pub fn npy_view(info: &Info, path: &Path) -> Option<Result<View>> {
         .find(|(n, _)| n == "bloscpack-metadata")
     {
         let m = crate::format::bloscpack::numpy_meta(json)?;
-        return Some(bloscpack_view(&m, info));
+        return Some(flat_view(&m, info));
     }
-    let meta = info
+    if let Some((_, meta)) = info
         .metalayers
         .iter()
         .find(|(n, _)| n == "b2nd" || n == "caterva")
-        .map(|(_, v)| v)?;
-    Some(b2nd_view(meta, info, path))
+    {
+        return Some(b2nd_view(meta, info, path));
+    }
+    let (_, value) = info
+        .vlmetalayers
+        .iter()
+        .find(|(n, _)| n == tensor::VLMETA)?;
+    Some(
+        tensor::parse(value)
+            .map_err(crate::Error::corrupt)
+            .and_then(|t| flat_view(&t.numpy, info)),
+    )
 }
 
 /// The dtype text's item size and `.npy` descr, or why there is none.
@@ -253,8 +262,9 @@ fn npy_dtype(text: &str) -> std::result::Result<(u64, String), String> {
     }
 }
 
-/// A Bloscpack-packed NumPy array: `.npy` of the stored bytes as they are.
-fn bloscpack_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<View> {
+/// A NumPy array stored as it is (packed by Bloscpack, or saved by
+/// python-blosc2's `save_tensor`): `.npy` of the stored bytes.
+fn flat_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<View> {
     let (itemsize, descr) = npy_dtype(&m.descr).map_err(crate::Error::unsupported)?;
     let n = m.shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d));
     crate::ensure!(

@@ -7,4 +7,5 @@ pub mod frame;
 pub mod msgpack;
 pub mod packed;
 pub mod pylit;
+pub mod tensor;
 pub mod vlblocks;
