@@ -124,3 +124,39 @@ fn delta_partial_item_is_refused_not_guessed() {
         assert_eq!(fs.read(fh, whole - 8, 8).unwrap().len(), 8);
     }
 }
+
+/// A saved lazy expression or UDF holds no values (its chunks were never
+/// written): it passes through raw under its own name, never as a `.npy`
+/// of zeros, and `bloscfs info` says what it is.
+#[test]
+fn lazy_expressions_pass_through_raw() {
+    let all = entries("lazy");
+    assert_eq!(all.len(), 4);
+    for (path, f) in &all {
+        assert!(
+            blosc_decode::detect::probe_path(path).unwrap().is_none(),
+            "{f}"
+        );
+        let dir = path.parent().unwrap();
+        let fs = Fs::new(dir, &FsOptions::default()).unwrap();
+        let name = path.file_name().unwrap();
+        let stem = name.to_string_lossy().replace(".b2nd", ".npy");
+        assert_eq!(
+            fs.lookup(ROOT_INO, OsStr::new(&stem)).err(),
+            Some(libc::ENOENT)
+        );
+        let a = fs.lookup(ROOT_INO, name).unwrap();
+        assert_eq!(a.size, f["len"].as_u64().unwrap(), "{f}");
+        let (fh, _) = fs.open(a.ino, false).unwrap();
+        let got = fs.read(fh, 0, 1 << 20).unwrap();
+        assert_eq!(sha(&got), f["sha256"].as_str().unwrap(), "{f}");
+        // The operands are arrays, shown as ever.
+        assert!(fs.lookup(ROOT_INO, OsStr::new("a.npy")).is_ok());
+        let o = Command::new(BIN).arg("info").arg(path).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("holds no data") && (err.contains("lazy")),
+            "{f}: {err}"
+        );
+    }
+}

@@ -109,9 +109,55 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
 pub fn probe_source(src: Arc<dyn Source>, path: &Path) -> Result<Option<Probe>> {
     let head = head_of(src.as_ref(), path)?;
     match sniff(&head, src.len()) {
+        Some(Kind::Frame) if carrier(src.as_ref(), path)?.is_some() => Ok(None),
         Some(kind) => probe_kind(src, kind, path).map(Some),
         None => Ok(None),
     }
+}
+
+/// What a frame that holds no data of its own stands for, by its
+/// metalayers: python-blosc2 saves a lazy expression or UDF, and a
+/// reference to a remote array, as an empty b2nd array (its chunks never
+/// written, read as zeros) whose `b2o` metalayer names the kind (4.x), or
+/// whose `LazyArray` metalayer marks it (UDFs, and expressions before 4.0).
+/// Such a file passes through raw under its own name.
+pub fn carrier(src: &dyn Source, path: &Path) -> Result<Option<String>> {
+    let h = crate::open::frame::read_header(src).in_file(path)?;
+    Ok(carrier_kind(&h.metalayers))
+}
+
+/// [`carrier`] of a local file, if it is a frame (`None` on any error).
+pub fn carrier_path(path: &Path) -> Option<String> {
+    let src = FileSource::open(path).ok()?;
+    let head = head_of(&src, path).ok()?;
+    match sniff(&head, src.len()) {
+        Some(Kind::Frame) => carrier(&src, path).ok().flatten(),
+        _ => None,
+    }
+}
+
+/// [`carrier`] from a frame's metalayers.
+pub fn carrier_kind(metalayers: &[(String, Vec<u8>)]) -> Option<String> {
+    use crate::format::msgpack::{Reader, Val};
+    for (name, value) in metalayers {
+        if name == "LazyArray" {
+            return Some("lazy array (LazyArray metalayer)".into());
+        }
+        if name != "b2o" {
+            continue;
+        }
+        let kind = match Reader::new(value).read() {
+            Ok(Val::Map(m)) => m
+                .iter()
+                .find(|(k, _)| k.as_str() == Some("kind"))
+                .and_then(|(_, v)| v.as_str().map(str::to_string)),
+            _ => None,
+        };
+        if let Some(k @ ("lazyexpr" | "lazyudf" | "c2array")) = kind.as_deref() {
+            return Some(format!("{k} (b2o metalayer)"));
+        }
+    }
+    None
 }
 
 /// What the sparse frame whose index is `index` presents.
@@ -195,6 +241,9 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
     let Some(kind) = sniff(&head, src.len()) else {
         return Ok(None);
     };
+    if kind == Kind::Frame && carrier(src.as_ref(), path)?.is_some() {
+        return Ok(None);
+    }
     let index = match kind {
         Kind::Chunk => open_chunk(src),
         Kind::Frame => crate::open::frame::open(src),
