@@ -81,7 +81,13 @@ fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     };
     match opened {
         Ok(Some(c)) => Ok(c),
-        Ok(None) => Err(not_a_container(path)),
+        Ok(None) => Err(match blosc_decode::detect::carrier_path(path) {
+            Some(k) => format!(
+                "{}: python-blosc2 {k}: holds no data of its own; passed through raw",
+                path.display()
+            ),
+            None => not_a_container(path),
+        }),
         Err(e) => Err(e.in_file(path).to_string()),
     }
 }

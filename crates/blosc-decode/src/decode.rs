@@ -290,6 +290,7 @@ fn steps(h: &crate::format::chunk::ChunkHeader) -> Result<Vec<Step>> {
 }
 
 fn delta_step(ts: usize, i: u32, block0: Option<&[u8]>, data: &mut [u8]) -> Result<()> {
+    filter::delta::check_whole(ts, data.len()).map_err(Error::unsupported)?;
     if i == 0 {
         filter::delta::decode_ref(ts, data);
     } else {

@@ -5,7 +5,7 @@ use crate::container::{Container, Env, View};
 use crate::dtype::Dtype;
 use crate::error::{Context, Result};
 use crate::format::chunk::{ChunkHeader, EXTENDED_HEADER_LEN};
-use crate::format::frame;
+use crate::format::{frame, tensor};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
 use crate::npy::{npy_header, NdLayout};
@@ -109,9 +109,55 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
 pub fn probe_source(src: Arc<dyn Source>, path: &Path) -> Result<Option<Probe>> {
     let head = head_of(src.as_ref(), path)?;
     match sniff(&head, src.len()) {
+        Some(Kind::Frame) if carrier(src.as_ref(), path)?.is_some() => Ok(None),
         Some(kind) => probe_kind(src, kind, path).map(Some),
         None => Ok(None),
     }
+}
+
+/// What a frame that holds no data of its own stands for, by its
+/// metalayers: python-blosc2 saves a lazy expression or UDF, and a
+/// reference to a remote array, as an empty b2nd array (its chunks never
+/// written, read as zeros) whose `b2o` metalayer names the kind (4.x), or
+/// whose `LazyArray` metalayer marks it (UDFs, and expressions before 4.0).
+/// Such a file passes through raw under its own name.
+pub fn carrier(src: &dyn Source, path: &Path) -> Result<Option<String>> {
+    let h = crate::open::frame::read_header(src).in_file(path)?;
+    Ok(carrier_kind(&h.metalayers))
+}
+
+/// [`carrier`] of a local file, if it is a frame (`None` on any error).
+pub fn carrier_path(path: &Path) -> Option<String> {
+    let src = FileSource::open(path).ok()?;
+    let head = head_of(&src, path).ok()?;
+    match sniff(&head, src.len()) {
+        Some(Kind::Frame) => carrier(&src, path).ok().flatten(),
+        _ => None,
+    }
+}
+
+/// [`carrier`] from a frame's metalayers.
+pub fn carrier_kind(metalayers: &[(String, Vec<u8>)]) -> Option<String> {
+    use crate::format::msgpack::{Reader, Val};
+    for (name, value) in metalayers {
+        if name == "LazyArray" {
+            return Some("lazy array (LazyArray metalayer)".into());
+        }
+        if name != "b2o" {
+            continue;
+        }
+        let kind = match Reader::new(value).read() {
+            Ok(Val::Map(m)) => m
+                .iter()
+                .find(|(k, _)| k.as_str() == Some("kind"))
+                .and_then(|(_, v)| v.as_str().map(str::to_string)),
+            _ => None,
+        };
+        if let Some(k @ ("lazyexpr" | "lazyudf" | "c2array")) = kind.as_deref() {
+            return Some(format!("{k} (b2o metalayer)"));
+        }
+    }
+    None
 }
 
 /// What the sparse frame whose index is `index` presents.
@@ -137,14 +183,13 @@ fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
             let h = crate::open::frame::read_header(src.as_ref()).in_file(path)?;
             let info = Info {
                 metalayers: h.metalayers.clone(),
+                vlmetalayers: crate::open::frame::vlmetalayers_or_none(src.as_ref(), &h),
                 nbytes: h.nbytes,
                 typesize: h.typesize,
                 ..Default::default()
             };
             match npy_view(&info, path) {
-                Some(Ok(v @ View::Npy { nd: Some(_), .. })) => {
-                    Ok(probe(v.len(h.nbytes), v.is_npy()))
-                }
+                Some(Ok(v)) => Ok(probe(v.len(h.nbytes), v.is_npy())),
                 _ => Ok(probe(h.nbytes, false)),
             }
         }
@@ -196,6 +241,9 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
     let Some(kind) = sniff(&head, src.len()) else {
         return Ok(None);
     };
+    if kind == Kind::Frame && carrier(src.as_ref(), path)?.is_some() {
+        return Ok(None);
+    }
     let index = match kind {
         Kind::Chunk => open_chunk(src),
         Kind::Frame => crate::open::frame::open(src),
@@ -233,14 +281,24 @@ pub fn npy_view(info: &Info, path: &Path) -> Option<Result<View>> {
         .find(|(n, _)| n == "bloscpack-metadata")
     {
         let m = crate::format::bloscpack::numpy_meta(json)?;
-        return Some(bloscpack_view(&m, info));
+        return Some(flat_view(&m, info));
     }
-    let meta = info
+    if let Some((_, meta)) = info
         .metalayers
         .iter()
         .find(|(n, _)| n == "b2nd" || n == "caterva")
-        .map(|(_, v)| v)?;
-    Some(b2nd_view(meta, info, path))
+    {
+        return Some(b2nd_view(meta, info, path));
+    }
+    let (_, value) = info
+        .vlmetalayers
+        .iter()
+        .find(|(n, _)| n == tensor::VLMETA)?;
+    Some(
+        tensor::parse(value)
+            .map_err(crate::Error::corrupt)
+            .and_then(|t| flat_view(&t.numpy, info)),
+    )
 }
 
 /// The dtype text's item size and `.npy` descr, or why there is none.
@@ -253,8 +311,9 @@ fn npy_dtype(text: &str) -> std::result::Result<(u64, String), String> {
     }
 }
 
-/// A Bloscpack-packed NumPy array: `.npy` of the stored bytes as they are.
-fn bloscpack_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<View> {
+/// A NumPy array stored as it is (packed by Bloscpack, or saved by
+/// python-blosc2's `save_tensor`): `.npy` of the stored bytes.
+fn flat_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<View> {
     let (itemsize, descr) = npy_dtype(&m.descr).map_err(crate::Error::unsupported)?;
     let n = m.shape.iter().try_fold(itemsize, |a, &d| a.checked_mul(d));
     crate::ensure!(

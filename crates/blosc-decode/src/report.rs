@@ -51,6 +51,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         }
         let _ = writeln!(s, "npy size:      {}", c.len());
     }
+    tensor_line(i, &mut s);
     for (k, v) in &i.extra {
         let _ = writeln!(s, "{:<15}{}", format!("{k}:"), v);
     }
@@ -70,6 +71,17 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         chunk_table(c, &mut s);
     }
     s
+}
+
+/// Where a frame saved by python-blosc2's `save_tensor` came from.
+fn tensor_line(i: &crate::index::Info, s: &mut String) {
+    use crate::format::tensor;
+    if let Some((_, v)) = i.vlmetalayers.iter().find(|(n, _)| n == tensor::VLMETA) {
+        match tensor::parse(v) {
+            Ok(t) => _ = writeln!(s, "saved tensor:  {} (shape {:?})", t.kind, t.numpy.shape),
+            Err(e) => _ = writeln!(s, "saved tensor:  unreadable ({e})"),
+        }
+    }
 }
 
 /// The `--chunks` table: one line a stored chunk, one a run of special ones.

@@ -7,5 +7,6 @@ pub mod frame;
 pub mod msgpack;
 pub mod packed;
 pub mod pylit;
+pub mod tensor;
 pub mod vlblocks;
 pub mod zip;

@@ -340,6 +340,15 @@ fn vlmetalayers(src: &dyn Source, h: &FrameHeader) -> Result<Vec<(String, Vec<u8
     Ok(out)
 }
 
+/// The frame's variable-length metalayers, or none when its trailer cannot
+/// be read (logged).
+pub(crate) fn vlmetalayers_or_none(src: &dyn Source, h: &FrameHeader) -> Vec<(String, Vec<u8>)> {
+    vlmetalayers(src, h).unwrap_or_else(|e| {
+        log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
+        Vec::new()
+    })
+}
+
 /// Open a contiguous frame.
 pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let h = read_header(src.as_ref())?;
@@ -391,10 +400,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         ))
     })?;
     let mut info = info_from(&h, "blosc2-frame", offs.len(), src.len());
-    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
-        log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
-        Vec::new()
-    });
+    info.vlmetalayers = vlmetalayers_or_none(src.as_ref(), &h);
     let index = Index {
         sources: vec![src],
         chunks,
@@ -514,10 +520,7 @@ pub fn open_sframe_files(files: &dyn FrameFiles) -> Result<Index> {
     // cbytes sums (no need to stat thousands of files).
     let total_c = src.len().saturating_add(h.cbytes);
     let mut info = info_from(&h, "blosc2-sframe", offs.len(), total_c);
-    info.vlmetalayers = vlmetalayers(src.as_ref(), &h).unwrap_or_else(|e| {
-        log::warn!("sparse frame trailer unreadable ({e}); variable-length metalayers skipped");
-        Vec::new()
-    });
+    info.vlmetalayers = vlmetalayers_or_none(src.as_ref(), &h);
     let index = Index {
         sources,
         chunks,
