@@ -69,8 +69,16 @@ impl Source for Window {
     }
 
     fn will_need(&self, offset: u64, len: u64) {
-        if let Ok(at) = self.outer(offset, len.min(self.len.saturating_sub(offset))) {
+        let len = len.min(self.len.saturating_sub(offset));
+        if let Ok(at) = self.outer(offset, len) {
             self.inner.will_need(at, len);
+        }
+    }
+
+    fn will_read(&self, offset: u64, len: u64) {
+        let len = len.min(self.len.saturating_sub(offset));
+        if let Ok(at) = self.outer(offset, len) {
+            self.inner.will_read(at, len);
         }
     }
 }
