@@ -312,3 +312,49 @@ fn s3_credentials_never_reach_the_log() {
         assert!(!text.contains(token), "the session token was logged");
     }
 }
+
+/// A weak ETag promises no identical bytes: an object rewritten with the
+/// same length, `Last-Modified` and weak ETag (nginx makes its weak tags
+/// of those) is read by a new open as its new bytes, never as pages an
+/// earlier open cached mixed with new ones.
+#[test]
+fn a_new_open_under_the_same_weak_etag_reads_no_page_of_an_earlier_open() {
+    use blosc_decode::io::Source;
+    use bloscfs_remote::{Entry, Location, Options, Remote};
+    let d = tempfile::tempdir().unwrap();
+    let len = 1 << 20;
+    let old: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0xff).collect();
+    let p = d.path().join("x.bin");
+    std::fs::write(&p, &old).unwrap();
+    let Some(srv) = Faulty::start(d.path()) else {
+        return;
+    };
+    srv.set_fault("weak-etag");
+    let url = format!("{}/x.bin", srv.base());
+    let r = Remote::connect(Location::parse(&url).unwrap().unwrap(), Options::default()).unwrap();
+    let stat = || match r.stat("").unwrap() {
+        Entry::Object(o) => o,
+        Entry::Dir => panic!("{url}: a directory"),
+    };
+    let obj = stat();
+    assert!(obj.etag.as_deref().is_some_and(|e| e.starts_with("W/")));
+    let first = r.open(&obj);
+    let mut buf = vec![0u8; 4096];
+    for at in [0, 300_000, len - 4096] {
+        first.read_exact_at(at as u64, &mut buf).unwrap();
+        assert!(buf[..] == old[at..at + 4096]);
+    }
+    let mtime = p.metadata().unwrap().modified().unwrap();
+    std::fs::write(&p, &new).unwrap();
+    let f = std::fs::File::options().write(true).open(&p).unwrap();
+    f.set_modified(mtime).unwrap();
+    let again = stat();
+    assert_eq!(
+        again, obj,
+        "the server shows the change: this tests nothing"
+    );
+    let mut all = vec![0u8; len];
+    r.open(&again).read_exact_at(0, &mut all).unwrap();
+    assert!(all == new, "a new open: {}", first_diff(&new, &all));
+}

@@ -97,8 +97,9 @@
 //! answer 412): every answer's ETag, `Last-Modified` and total length are
 //! compared with the first answer's instead. An object listed without an
 //! ETag (a manifest line) is pinned to the ETag of the first answer, and to
-//! its length; if the server sends no ETag at all, to its length only, and
-//! such an object shares no cached bytes with other opens.
+//! its length; if the server sends no ETag at all, to its length only. An
+//! object without a strong ETag shares no cached bytes with other opens (a
+//! weak ETag does not promise identical bytes).
 //!
 //! # Failures
 //! Every request has [`Options::timeout`]; failed requests (no answer, a
@@ -324,4 +325,13 @@ pub(crate) fn version_of(obj: &Object) -> Version {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&obj.key, &obj.etag, obj.len).hash(&mut h);
     h.finish()
+}
+
+/// The span cache's name for `obj`'s version when its pages may be shared
+/// with other opens: only with a strong ETag (a weak one, `W/"..."`, does
+/// not promise identical bytes; without any, two versions of one length
+/// look alike).
+pub(crate) fn shared_version(obj: &Object) -> Option<Version> {
+    let strong = obj.etag.as_deref().is_some_and(parse::strong_etag);
+    strong.then(|| version_of(obj))
 }

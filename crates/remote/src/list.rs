@@ -8,7 +8,7 @@ use crate::net::{block_on, io_err};
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
 use crate::spans::PAGE;
-use crate::{version_of, Core, Entry, Listing, Object};
+use crate::{Core, Entry, Listing, Object};
 use futures::StreamExt;
 use std::io;
 
@@ -154,7 +154,11 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
         etag: ans.etag,
         mtime,
     };
-    // Keep the whole pages of the tail (or head) it brought.
+    // Keep the whole pages of the tail (or head) it brought, for the open
+    // after it (only those of a version another open may share).
+    let Some(v) = crate::shared_version(&obj) else {
+        return Ok(obj);
+    };
     let start = if ans.data.len() as u64 == obj.len || ans.len <= TAIL {
         0
     } else {
@@ -170,9 +174,7 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     };
     if (skip as usize) < ans.data.len() {
         let data = ans.data.slice(skip as usize..);
-        core.spans
-            .lock()
-            .insert(version_of(&obj), start, &data, obj.len);
+        core.spans.lock().insert(v, start, &data, obj.len);
     }
     Ok(obj)
 }
