@@ -358,3 +358,51 @@ fn a_new_open_under_the_same_weak_etag_reads_no_page_of_an_earlier_open() {
     r.open(&again).read_exact_at(0, &mut all).unwrap();
     assert!(all == new, "a new open: {}", first_diff(&new, &all));
 }
+
+/// An object `k` beside a prefix `k/`: the mount shows the directory, and
+/// `cat` and `info` of `k` agree (a directory, not a sparse frame) while
+/// `k/inner` reads.
+#[test]
+fn cat_and_info_of_an_object_that_is_also_a_prefix_see_the_directory() {
+    let Some(moto) = Moto::start() else { return };
+    let rel = "frame/blocks-lz4.b2frame";
+    moto.mkbucket("both");
+    moto.put("both", "k", &fixture(rel));
+    moto.put("both", "k/inner.b2frame", &fixture(rel));
+    let r = Remote::s3(&moto, "both", "");
+    let local = std::process::Command::new(bin())
+        .arg("cat")
+        .arg(fixture(rel))
+        .output()
+        .unwrap();
+    let want = local.stdout;
+    let o = r.cat("k/inner.b2frame", None, &[]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(
+        o.stdout == want,
+        "k/inner: {}",
+        first_diff(&want, &o.stdout)
+    );
+    for o in [r.cat("k", None, &[]), r.info("k", &[])] {
+        assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "the object k was read");
+        assert!(
+            o.stderr.contains("s3://both/k: a directory"),
+            "{}",
+            o.stderr
+        );
+    }
+    if !fuse_available() {
+        return;
+    }
+    let mut m = r.mount(&[]);
+    assert!(m.path("k").is_dir());
+    let inner = bloscfs::names::presented_name("inner.b2frame".as_ref(), false);
+    let got = std::fs::read(m.path("k").join(inner)).unwrap();
+    assert!(
+        got == want,
+        "k/inner through the mount: {}",
+        first_diff(&want, &got)
+    );
+    m.unmount();
+}

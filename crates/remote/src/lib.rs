@@ -82,7 +82,9 @@
 //!   in a prefix of a million keys is not a thousand requests.
 //! - [`Remote::stat`] of an object: one GET of its last 256 KiB (its size,
 //!   ETag and mtime come with it), kept in the span cache for the open
-//!   after it; the open then costs one more GET (the head). A directory
+//!   after it; the open then costs one more GET (the head); on S3, one
+//!   listing of one page besides (a prefix `key/` with entries under it
+//!   makes `key` a directory, as the listings show it). A directory
 //!   costs that GET (a 404) and one listing. Objects from a listing need no
 //!   stat. Listings: one request per 1,000 S3 keys; the sizes a Caterva2
 //!   listing or a size-less manifest line lacks are probed 16 at a time.
@@ -118,6 +120,7 @@ mod ahead;
 mod answer;
 mod connect;
 mod fetch;
+mod handshake;
 mod list;
 mod location;
 mod names;
