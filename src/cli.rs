@@ -32,7 +32,9 @@ fn open_target(file: &Path, remote: &RemoteOptions, env: &Env) -> Result<Target,
     let loc = loc?;
     crate::config::check_applies(Some(&loc), remote)?;
     let r = Remote::connect(loc, remote.clone()).map_err(|e| format!("{url}: {e}"))?;
-    let opened = match r.stat("").map_err(|e| format!("{url}: {e}"))? {
+    let entry = r.stat("").map_err(|e| format!("{url}: {e}"))?;
+    let dir = entry == Entry::Dir;
+    let opened = match entry {
         Entry::Object(o) => {
             let src = r.open(&o);
             src.prefetch_open()
@@ -51,12 +53,19 @@ fn open_target(file: &Path, remote: &RemoteOptions, env: &Env) -> Result<Target,
             container,
             remote: Some(r),
         }),
-        Ok(None) => Err(not_a_container(file)),
+        Ok(None) => Err(not_a_container(file, dir)),
         Err(e) => Err(e.in_file(file).to_string()),
     }
 }
 
-fn not_a_container(path: &Path) -> String {
+/// Why `path` (a directory if `dir`) is not read.
+fn not_a_container(path: &Path, dir: bool) -> String {
+    if dir {
+        return format!(
+            "{}: a directory, not a sparse frame (no chunks.b2frame in it)",
+            path.display()
+        );
+    }
     format!(
         "{}: not a Blosc container (no Blosc1/Blosc2 chunk, frame, sparse frame, packed super-chunk or Bloscpack header found)",
         path.display()
@@ -86,7 +95,7 @@ fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
                 "{}: python-blosc2 {k}: holds no data of its own; passed through raw",
                 path.display()
             ),
-            None => not_a_container(path),
+            None => not_a_container(path, path.is_dir()),
         }),
         Err(e) => Err(e.in_file(path).to_string()),
     }

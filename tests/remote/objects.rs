@@ -312,3 +312,97 @@ fn s3_credentials_never_reach_the_log() {
         assert!(!text.contains(token), "the session token was logged");
     }
 }
+
+/// A weak ETag promises no identical bytes: an object rewritten with the
+/// same length, `Last-Modified` and weak ETag (nginx makes its weak tags
+/// of those) is read by a new open as its new bytes, never as pages an
+/// earlier open cached mixed with new ones.
+#[test]
+fn a_new_open_under_the_same_weak_etag_reads_no_page_of_an_earlier_open() {
+    use blosc_decode::io::Source;
+    use bloscfs_remote::{Entry, Location, Options, Remote};
+    let d = tempfile::tempdir().unwrap();
+    let len = 1 << 20;
+    let old: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0xff).collect();
+    let p = d.path().join("x.bin");
+    std::fs::write(&p, &old).unwrap();
+    let Some(srv) = Faulty::start(d.path()) else {
+        return;
+    };
+    srv.set_fault("weak-etag");
+    let url = format!("{}/x.bin", srv.base());
+    let r = Remote::connect(Location::parse(&url).unwrap().unwrap(), Options::default()).unwrap();
+    let stat = || match r.stat("").unwrap() {
+        Entry::Object(o) => o,
+        Entry::Dir => panic!("{url}: a directory"),
+    };
+    let obj = stat();
+    assert!(obj.etag.as_deref().is_some_and(|e| e.starts_with("W/")));
+    let first = r.open(&obj);
+    let mut buf = vec![0u8; 4096];
+    for at in [0, 300_000, len - 4096] {
+        first.read_exact_at(at as u64, &mut buf).unwrap();
+        assert!(buf[..] == old[at..at + 4096]);
+    }
+    let mtime = p.metadata().unwrap().modified().unwrap();
+    std::fs::write(&p, &new).unwrap();
+    let f = std::fs::File::options().write(true).open(&p).unwrap();
+    f.set_modified(mtime).unwrap();
+    let again = stat();
+    assert_eq!(
+        again, obj,
+        "the server shows the change: this tests nothing"
+    );
+    let mut all = vec![0u8; len];
+    r.open(&again).read_exact_at(0, &mut all).unwrap();
+    assert!(all == new, "a new open: {}", first_diff(&new, &all));
+}
+
+/// An object `k` beside a prefix `k/`: the mount shows the directory, and
+/// `cat` and `info` of `k` agree (a directory, not a sparse frame) while
+/// `k/inner` reads.
+#[test]
+fn cat_and_info_of_an_object_that_is_also_a_prefix_see_the_directory() {
+    let Some(moto) = Moto::start() else { return };
+    let rel = "frame/blocks-lz4.b2frame";
+    moto.mkbucket("both");
+    moto.put("both", "k", &fixture(rel));
+    moto.put("both", "k/inner.b2frame", &fixture(rel));
+    let r = Remote::s3(&moto, "both", "");
+    let local = std::process::Command::new(bin())
+        .arg("cat")
+        .arg(fixture(rel))
+        .output()
+        .unwrap();
+    let want = local.stdout;
+    let o = r.cat("k/inner.b2frame", None, &[]);
+    assert!(o.status.success(), "{}", o.stderr);
+    assert!(
+        o.stdout == want,
+        "k/inner: {}",
+        first_diff(&want, &o.stdout)
+    );
+    for o in [r.cat("k", None, &[]), r.info("k", &[])] {
+        assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+        assert!(o.stdout.is_empty(), "the object k was read");
+        assert!(
+            o.stderr.contains("s3://both/k: a directory"),
+            "{}",
+            o.stderr
+        );
+    }
+    if !fuse_available() {
+        return;
+    }
+    let mut m = r.mount(&[]);
+    assert!(m.path("k").is_dir());
+    let inner = bloscfs::names::presented_name("inner.b2frame".as_ref(), false);
+    let got = std::fs::read(m.path("k").join(inner)).unwrap();
+    assert!(
+        got == want,
+        "k/inner through the mount: {}",
+        first_diff(&want, &got)
+    );
+    m.unmount();
+}

@@ -187,3 +187,82 @@ fn s3_over_https_mounted_by_mount_fuse3_with_relative_files() {
     );
     assert!(!Path::new("/bloscfs.log").exists(), "the log went to /");
 }
+
+/// `scripts/servers/mute.py`: takes connections and never answers them.
+struct Mute(std::process::Child, u16);
+
+impl Mute {
+    fn start() -> Mute {
+        use std::io::BufRead;
+        let mut child = Command::new("python3")
+            .arg(crate::common::root().join("scripts/servers/mute.py"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().strip_prefix("listening on ").unwrap();
+        Mute(child, port.parse().unwrap())
+    }
+
+    /// Connections made to it so far.
+    fn connections(&self) -> u64 {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.1)).unwrap();
+        s.write_all(b"count\n").unwrap();
+        let mut a = String::new();
+        s.read_to_string(&mut a).unwrap();
+        a.trim().parse().unwrap()
+    }
+}
+
+impl Drop for Mute {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// An `https://` server that takes the connection and begins no TLS
+/// handshake: one line saying so, after one connection (not retried),
+/// for an HTTP source, an S3 endpoint and a Caterva2 server.
+#[test]
+fn a_server_that_begins_no_tls_handshake_is_named_in_one_line() {
+    let m = Mute::start();
+    let at = format!("127.0.0.1:{}", m.1);
+    let keys = [("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")];
+    let remote = |base: String, opts: &[String], env: &[(&str, &str)]| Remote {
+        base,
+        opts: opts.to_vec(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect(),
+    };
+    let t = "timeout=4".to_string();
+    let s3 = [
+        t.clone(),
+        format!("endpoint=https://{at}"),
+        "region=us-east-1".into(),
+    ];
+    for r in [
+        remote(format!("https://{at}"), std::slice::from_ref(&t), &[]),
+        remote("s3://b".into(), &s3, &keys),
+        remote(
+            format!("caterva2s://{at}/@public"),
+            std::slice::from_ref(&t),
+            &[],
+        ),
+    ] {
+        let before = m.connections();
+        let o = r.cat("frame/x.b2frame", None, &[]);
+        let err = o.stderr.trim_end();
+        assert_eq!(o.status.code(), Some(1), "{}: {err}", r.base);
+        assert_eq!(err.lines().count(), 1, "not one line: {err}");
+        let want = format!("no TLS handshake from {at} within 2s: is it an https server?");
+        assert!(err.contains(&want), "{}: {err}", r.base);
+        assert_eq!(m.connections() - before, 1, "{}: connections", r.base);
+    }
+}

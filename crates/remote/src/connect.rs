@@ -11,6 +11,8 @@ use crate::{url, Core, Location, Options};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::ClientOptions;
 use parking_lot::Mutex;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 use std::sync::Arc;
 
 /// What differs between the kinds of location.
@@ -205,7 +207,7 @@ fn s3_endpoint(
 }
 
 /// The certificates of the PEM file `file` (`-o ca_file=`): at least one.
-fn authorities(file: &std::path::Path) -> std::io::Result<Vec<reqwest::Certificate>> {
+fn authorities(file: &std::path::Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
     let bad = |why: String| io_err(libc::EINVAL, format!("ca_file {}: {why}", file.display()));
     let rules = crate::optfile::Rules {
         option: "ca_file",
@@ -213,7 +215,9 @@ fn authorities(file: &std::path::Path) -> std::io::Result<Vec<reqwest::Certifica
         secret: false,
     };
     let pem = crate::optfile::read(file, &rules)?;
-    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(chain(&e)))?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
     if certs.is_empty() {
         return Err(bad(
             "no PEM certificate (-----BEGIN CERTIFICATE-----) in it".into(),

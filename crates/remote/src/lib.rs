@@ -82,7 +82,9 @@
 //!   in a prefix of a million keys is not a thousand requests.
 //! - [`Remote::stat`] of an object: one GET of its last 256 KiB (its size,
 //!   ETag and mtime come with it), kept in the span cache for the open
-//!   after it; the open then costs one more GET (the head). A directory
+//!   after it; the open then costs one more GET (the head); on S3, one
+//!   listing of one page besides (a prefix `key/` with entries under it
+//!   makes `key` a directory, as the listings show it). A directory
 //!   costs that GET (a 404) and one listing. Objects from a listing need no
 //!   stat. Listings: one request per 1,000 S3 keys; the sizes a Caterva2
 //!   listing or a size-less manifest line lacks are probed 16 at a time.
@@ -97,8 +99,9 @@
 //! answer 412): every answer's ETag, `Last-Modified` and total length are
 //! compared with the first answer's instead. An object listed without an
 //! ETag (a manifest line) is pinned to the ETag of the first answer, and to
-//! its length; if the server sends no ETag at all, to its length only, and
-//! such an object shares no cached bytes with other opens.
+//! its length; if the server sends no ETag at all, to its length only. An
+//! object without a strong ETag shares no cached bytes with other opens (a
+//! weak ETag does not promise identical bytes).
 //!
 //! # Failures
 //! Every request has [`Options::timeout`]; failed requests (no answer, a
@@ -117,6 +120,7 @@ mod ahead;
 mod answer;
 mod connect;
 mod fetch;
+mod handshake;
 mod hints;
 mod list;
 mod location;
@@ -325,4 +329,13 @@ pub(crate) fn version_of(obj: &Object) -> Version {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&obj.key, &obj.etag, obj.len).hash(&mut h);
     h.finish()
+}
+
+/// The span cache's name for `obj`'s version when its pages may be shared
+/// with other opens: only with a strong ETag (a weak one, `W/"..."`, does
+/// not promise identical bytes; without any, two versions of one length
+/// look alike).
+pub(crate) fn shared_version(obj: &Object) -> Option<Version> {
+    let strong = obj.etag.as_deref().is_some_and(parse::strong_etag);
+    strong.then(|| version_of(obj))
 }

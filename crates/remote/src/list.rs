@@ -8,7 +8,7 @@ use crate::net::{block_on, io_err};
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
 use crate::spans::PAGE;
-use crate::{version_of, Core, Entry, Listing, Object};
+use crate::{Core, Entry, Listing, Object};
 use futures::StreamExt;
 use std::io;
 
@@ -93,6 +93,10 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
         Backend::Http { leaf, .. } if key.is_empty() && leaf.is_empty() => return Ok(Entry::Dir),
         Backend::Http { .. } if core.opts.manifest.is_some() => {
             let tree = manifest(core)?;
+            // A path both a file and a directory: the directory, as listed.
+            if tree.level(key).is_some() {
+                return Ok(Entry::Dir);
+            }
             return match tree.file(key) {
                 Some(Some(len)) => Ok(Entry::Object(Object {
                     key: key.into(),
@@ -103,7 +107,6 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
                 Some(None) => block_on(probe(core, key))
                     .map(Entry::Object)
                     .map_err(FetchError::into_io),
-                None if tree.level(key).is_some() => Ok(Entry::Dir),
                 None => Err(io_err(
                     libc::ENOENT,
                     format!("{}: no `{key}` in the manifest", core.loc),
@@ -113,7 +116,11 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
         _ => {}
     }
     let err: FetchError = match block_on(probe(core, key)) {
+        Ok(_) if prefix_has_entries(core, key) => return Ok(Entry::Dir),
         Ok(o) => return Ok(Entry::Object(o)),
+        // A server that does not answer in time would not answer a
+        // listing either.
+        Err(e @ FetchError::Io(libc::ETIMEDOUT, _)) => return Err(e.into_io()),
         Err(e) => e,
     };
     // Not an object: a directory if anything is listed under it.
@@ -129,6 +136,26 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
             FetchError::Gone(m) => Err(io_err(libc::ENOENT, m)),
             e => Err(e.into_io()),
         },
+    }
+}
+
+/// Is an S3 object `key` also a prefix `key/` with entries under it (the
+/// listings show the directory, as [`dirs_win`] says)? One request, one
+/// page; a listing that fails (a store that lets the object be read, not
+/// listed) says no.
+fn prefix_has_entries(core: &Arc<Core>, key: &str) -> bool {
+    let Backend::S3 { prefix, bucket } = &core.backend else {
+        return false;
+    };
+    let keys = Keys::dir(&join(prefix, key));
+    let url = format!("{}/", bucket.url);
+    match block_on(xml_pages(core, &url, &keys, true)) {
+        Ok(Some(l)) => !l.dirs.is_empty() || !l.objects.is_empty(),
+        Ok(None) => true,
+        Err(e) => {
+            log::debug!("{}: {key}/ not listed: {e}", core.loc);
+            false
+        }
     }
 }
 
@@ -154,7 +181,11 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
         etag: ans.etag,
         mtime,
     };
-    // Keep the whole pages of the tail (or head) it brought.
+    // Keep the whole pages of the tail (or head) it brought, for the open
+    // after it (only those of a version another open may share).
+    let Some(v) = crate::shared_version(&obj) else {
+        return Ok(obj);
+    };
     let start = if ans.data.len() as u64 == obj.len || ans.len <= TAIL {
         0
     } else {
@@ -170,9 +201,7 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     };
     if (skip as usize) < ans.data.len() {
         let data = ans.data.slice(skip as usize..);
-        core.spans
-            .lock()
-            .insert(version_of(&obj), start, &data, obj.len);
+        core.spans.lock().insert(v, start, &data, obj.len);
     }
     Ok(obj)
 }

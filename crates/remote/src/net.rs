@@ -103,25 +103,35 @@ pub struct Counting {
 /// How the one HTTP client of a remote is set up.
 #[derive(Clone)]
 pub struct Setup {
-    /// Per request (the connection: at most 5 s of it).
+    /// Per request (the connection: half of it, at most 5 s).
     pub timeout: Duration,
     /// Plain `http://` allowed (the location or endpoint is one).
     pub allow_http: bool,
     /// Certificate authorities trusted besides the system's (`-o ca_file=`).
-    pub roots: Vec<reqwest::Certificate>,
+    pub roots: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// Which redirects are followed.
     pub redirects: Redirects,
 }
 
 impl Setup {
+    /// The most a connection (TCP and TLS handshake) may take: half the
+    /// request's time (so that its own bound, not the request's, ends a
+    /// connect that stalls), at most 5 s.
+    fn connect_bound(&self) -> Duration {
+        (self.timeout / 2).min(Duration::from_secs(5))
+    }
+
     /// The reqwest client: HTTP/1.1, no compression (a ranged body is the
     /// stored bytes), a host's addresses shuffled, redirects as
-    /// [`Setup::redirects`] says.
-    fn client(&self) -> Result<reqwest::Client, reqwest::Error> {
-        let mut b = reqwest::Client::builder()
+    /// [`Setup::redirects`] says, TLS and the connect bound as
+    /// [`crate::handshake`] sets them up.
+    fn client(&self) -> Result<reqwest::Client, String> {
+        let tls = crate::handshake::config(&self.roots).map_err(|e| chain(&e))?;
+        reqwest::Client::builder()
             .user_agent(concat!("bloscfs/", env!("CARGO_PKG_VERSION")))
             .timeout(self.timeout)
-            .connect_timeout(self.timeout.min(Duration::from_secs(5)))
+            .connector_layer(crate::handshake::Bounded(self.connect_bound()))
+            .use_preconfigured_tls(tls)
             .http1_only()
             .no_gzip()
             .no_brotli()
@@ -129,11 +139,9 @@ impl Setup {
             .no_deflate()
             .https_only(!self.allow_http)
             .dns_resolver(Arc::new(crate::resolve::Shuffled))
-            .redirect(self.redirects.policy());
-        for cert in &self.roots {
-            b = b.add_root_certificate(cert.clone());
-        }
-        b.build()
+            .redirect(self.redirects.policy())
+            .build()
+            .map_err(|e| chain(&e))
     }
 }
 
@@ -162,7 +170,11 @@ impl Counting {
     /// that sends more, or an endless body, costs what was asked.
     pub async fn execute(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
         let bound = asked(&req);
-        let res = self.send(req).await?;
+        let at = req.uri().authority().map(|a| a.to_string());
+        let res = self
+            .send(req)
+            .await
+            .map_err(|e| crate::handshake::naming(e, at))?;
         Ok(match bound {
             Some(max) => at_most(res, max),
             None => res,
@@ -212,12 +224,9 @@ impl HttpService for Counting {
 
 /// The client `setup` describes, its redirects refused as it says.
 fn guarded(setup: &Setup) -> std::io::Result<HttpClient> {
-    let client = setup.client().map_err(|e| {
-        io_err(
-            libc::EINVAL,
-            format!("cannot set up the HTTP client: {}", chain(&e)),
-        )
-    })?;
+    let client = setup
+        .client()
+        .map_err(|e| io_err(libc::EINVAL, format!("cannot set up the HTTP client: {e}")))?;
     Ok(HttpClient::new(Guarded::new(client, setup.redirects)))
 }
 
@@ -346,13 +355,17 @@ pub fn is_too_long(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// Is `e` a failure that asking again cannot mend: a body past its bound,
-/// or a redirect not followed ([`crate::redirect::NotFollowed`])?
+/// a redirect not followed ([`crate::redirect::NotFollowed`]), a server
+/// that took the connection and began no TLS handshake
+/// ([`crate::handshake::NoHandshake`])?
 pub fn is_final(e: &(dyn std::error::Error + 'static)) -> bool {
-    is_too_long(e) || has::<crate::redirect::NotFollowed>(e)
+    is_too_long(e)
+        || has::<crate::redirect::NotFollowed>(e)
+        || has::<crate::handshake::NoHandshake>(e)
 }
 
 /// Is an `E` in `e`'s chain?
-fn has<E: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
+pub fn has<E: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur = Some(e);
     while let Some(e) = cur {
         if e.is::<E>() {

@@ -44,19 +44,18 @@ pub struct RemoteObject {
 
 impl RemoteObject {
     pub(crate) fn new(core: Arc<Core>, obj: Object) -> Self {
-        // Without an ETag two versions of one length look alike: such an
-        // object shares no cached pages with other opens.
-        let v = match obj.etag {
-            Some(_) => crate::version_of(&obj),
-            None => {
-                crate::version_of(&obj)
-                    ^ core
-                        .next_run
-                        .fetch_add(1, Ordering::Relaxed)
-                        .rotate_left(32)
-                    ^ 0x5bd1_e995
-            }
-        };
+        // Without a strong ETag two versions of one length may look alike
+        // (a weak ETag promises no identical bytes: nginx makes it of the
+        // mtime in seconds and the length): such an object shares no
+        // cached pages with other opens.
+        let v = crate::shared_version(&obj).unwrap_or_else(|| {
+            crate::version_of(&obj)
+                ^ core
+                    .next_run
+                    .fetch_add(1, Ordering::Relaxed)
+                    .rotate_left(32)
+                ^ 0x5bd1_e995
+        });
         let ahead = Ahead::new(core.opts.span_cache / 2);
         RemoteObject {
             core,
