@@ -160,7 +160,10 @@ fn cat_and_info_read_members_in_place() {
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success() && text.contains("shape:         [40, 50]"), "{text}");
+        assert!(
+            o.status.success() && text.contains("shape:         [40, 50]"),
+            "{text}"
+        );
         let o = std::process::Command::new(bin)
             .arg("cat")
             .arg(dir.join("deflated.b2z/a.b2nd"))
