@@ -1,5 +1,5 @@
-//! Issue 30's fixtures (scripts/fixtures/gen_issue30.py, written by
-//! python-blosc2 2.0.0, 4.4.5 and 4.14.1 into tests/fixtures/issue30):
+//! Frames python-blosc2 saves beside plain arrays (`scripts/fixtures/gen_saved.py`,
+//! written by python-blosc2 2.0.0, 4.4.5 and 4.14.1 into `tests/fixtures/saved`):
 //! frames saved by `save_tensor`/`save_array`/`pack_tensor` are `.npy`
 //! files equal to `numpy.save` of what `blosc2.load_tensor` returns; a
 //! delta-filtered chunk whose last item is partial (bytes C-Blosc2's
@@ -17,7 +17,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_bloscfs");
 
 /// Every manifest entry of `kind`, with its file's path.
 fn entries(kind: &str) -> Vec<(PathBuf, serde_json::Value)> {
-    let dir = common::fixture("issue30");
+    let dir = common::fixture("saved");
     let mut out = Vec::new();
     for w in ["2.0.0", "4.4.5", "4.14.1"] {
         let text = std::fs::read_to_string(dir.join(w).join("manifest.json")).unwrap();
