@@ -263,6 +263,18 @@ impl Fs {
 
     /// The stamp that identifies a source's content: the file's own, or for
     /// a sparse-frame directory its `chunks.b2frame`'s.
+    /// Does the stamp of `md` (of a sparse frame: of its `chunks.b2frame`)
+    /// name one version of the bytes ([`Meta::pinned`])?
+    fn pinned(&self, path: &Path, md: &Meta) -> bool {
+        if md.is_dir() {
+            self.tree
+                .stat_follow(&path.join("chunks.b2frame"))
+                .is_ok_and(|m| m.pinned)
+        } else {
+            md.pinned
+        }
+    }
+
     fn stamp_of(&self, path: &Path, md: &Meta) -> Option<Stamp> {
         if md.is_dir() {
             self.tree

@@ -159,8 +159,8 @@ impl Fs {
         };
         let attr = fresh;
         let keep = match self.stamp_of(&path, &md) {
-            Some(stamp) => self.handles.opened_unchanged(ino, stamp),
-            None => false,
+            Some(stamp) if self.pinned(&path, &md) => self.handles.opened_unchanged(ino, stamp),
+            _ => false,
         };
         let fh = self.handles.add_file(h, attr);
         Ok((fh, keep))

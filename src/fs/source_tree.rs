@@ -62,6 +62,10 @@ pub struct Meta {
     pub ctime: Time,
     /// Birth time, where the file system records one.
     pub born: Option<SystemTime>,
+    /// Does its stamp name one version of the bytes, so that pages the
+    /// kernel cached for an earlier open with the same stamp are still
+    /// right? Not for a remote object without a strong ETag.
+    pub pinned: bool,
 }
 
 impl Meta {
@@ -121,6 +125,7 @@ impl From<&Metadata> for Meta {
             mtime: t(md.mtime(), md.mtime_nsec()),
             ctime: t(md.ctime(), md.ctime_nsec()),
             born: md.created().ok(),
+            pinned: true,
         }
     }
 }

@@ -9,7 +9,7 @@ mod cli;
 mod docs;
 mod fs;
 mod fs_sizes;
-mod saved_kinds;
 mod npy_writers;
+mod saved_kinds;
 mod source_tree;
 mod stores;

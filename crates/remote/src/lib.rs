@@ -220,6 +220,14 @@ pub struct Object {
     pub mtime: Option<SystemTime>,
 }
 
+impl Object {
+    /// Does its ETag name one version of the bytes (a strong ETag)? A weak
+    /// one, or none, may stay the same when the bytes change.
+    pub fn pinned(&self) -> bool {
+        self.etag.as_deref().is_some_and(parse::strong_etag)
+    }
+}
+
 /// One level of a directory.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listing {
@@ -336,6 +344,5 @@ pub(crate) fn version_of(obj: &Object) -> Version {
 /// not promise identical bytes; without any, two versions of one length
 /// look alike).
 pub(crate) fn shared_version(obj: &Object) -> Option<Version> {
-    let strong = obj.etag.as_deref().is_some_and(parse::strong_etag);
-    strong.then(|| version_of(obj))
+    obj.pinned().then(|| version_of(obj))
 }

@@ -202,7 +202,7 @@ impl RemoteTree {
     }
 
     fn meta_of(&self, key: &str, node: &Node) -> Meta {
-        let (kind, len, mode, nlink, version, mtime) = match node {
+        let (kind, len, mode, nlink, version, mtime, pinned) = match node {
             Node::Dir => (
                 EntryKind::Dir,
                 0,
@@ -210,6 +210,7 @@ impl RemoteTree {
                 2,
                 None,
                 None,
+                true,
             ),
             Node::Object(o) => (
                 EntryKind::File,
@@ -218,6 +219,7 @@ impl RemoteTree {
                 1,
                 Some(version_of(o)),
                 o.mtime,
+                o.pinned(),
             ),
         };
         let mtime = mtime.map(time_of).unwrap_or(self.mounted);
@@ -235,6 +237,7 @@ impl RemoteTree {
             mtime,
             ctime: mtime,
             born: None,
+            pinned,
         }
     }
 
