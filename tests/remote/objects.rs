@@ -313,6 +313,25 @@ fn s3_credentials_never_reach_the_log() {
     }
 }
 
+/// `dir/x.bin` of 1 MiB, with its bytes and another version's of the same
+/// length.
+fn two_versions(dir: &Path) -> (std::path::PathBuf, Vec<u8>, Vec<u8>) {
+    let old: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    let new: Vec<u8> = old.iter().map(|b| b ^ 0xff).collect();
+    let p = dir.join("x.bin");
+    std::fs::write(&p, &old).unwrap();
+    (p, old, new)
+}
+
+/// Replace the bytes of `p` with `new`, keeping its modification time (as
+/// a rewrite within the same second looks to a server).
+fn rewrite_keeping_time(p: &Path, new: &[u8]) {
+    let mtime = p.metadata().unwrap().modified().unwrap();
+    std::fs::write(p, new).unwrap();
+    let f = std::fs::File::options().write(true).open(p).unwrap();
+    f.set_modified(mtime).unwrap();
+}
+
 /// A weak ETag promises no identical bytes: an object rewritten with the
 /// same length, `Last-Modified` and weak ETag (nginx makes its weak tags
 /// of those) is read by a new open as its new bytes, never as pages an
@@ -322,11 +341,8 @@ fn a_new_open_under_the_same_weak_etag_reads_no_page_of_an_earlier_open() {
     use blosc_decode::io::Source;
     use bloscfs_remote::{Entry, Location, Options, Remote};
     let d = tempfile::tempdir().unwrap();
-    let len = 1 << 20;
-    let old: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-    let new: Vec<u8> = old.iter().map(|b| b ^ 0xff).collect();
-    let p = d.path().join("x.bin");
-    std::fs::write(&p, &old).unwrap();
+    let (p, old, new) = two_versions(d.path());
+    let len = old.len();
     let Some(srv) = Faulty::start(d.path()) else {
         return;
     };
@@ -345,10 +361,7 @@ fn a_new_open_under_the_same_weak_etag_reads_no_page_of_an_earlier_open() {
         first.read_exact_at(at as u64, &mut buf).unwrap();
         assert!(buf[..] == old[at..at + 4096]);
     }
-    let mtime = p.metadata().unwrap().modified().unwrap();
-    std::fs::write(&p, &new).unwrap();
-    let f = std::fs::File::options().write(true).open(&p).unwrap();
-    f.set_modified(mtime).unwrap();
+    rewrite_keeping_time(&p, &new);
     let again = stat();
     assert_eq!(
         again, obj,
@@ -369,11 +382,7 @@ fn a_mount_keeps_no_page_cache_of_an_object_without_a_strong_etag() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let len = 1 << 20;
-    let old: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
-    let new: Vec<u8> = old.iter().map(|b| b ^ 0xff).collect();
-    let p = d.path().join("x.bin");
-    std::fs::write(&p, &old).unwrap();
+    let (p, old, new) = two_versions(d.path());
     write_manifest(d.path());
     let Some(srv) = Faulty::start(d.path()) else {
         return;
@@ -382,10 +391,7 @@ fn a_mount_keeps_no_page_cache_of_an_object_without_a_strong_etag() {
     let mut m = Remote::http(&srv).mount(&[MANIFEST, "metadata_ttl=0"]);
     assert!(std::fs::read(m.path("x.bin")).unwrap() == old);
     let ino = std::fs::metadata(m.path("x.bin")).unwrap().ino();
-    let mtime = p.metadata().unwrap().modified().unwrap();
-    std::fs::write(&p, &new).unwrap();
-    let f = std::fs::File::options().write(true).open(&p).unwrap();
-    f.set_modified(mtime).unwrap();
+    rewrite_keeping_time(&p, &new);
     assert_eq!(
         std::fs::metadata(m.path("x.bin")).unwrap().ino(),
         ino,
