@@ -1,8 +1,8 @@
 """Concurrent random readers and the first cold read of a fresh mount, with and without
 an added round trip: part of the remote section (scripts/bench/remote.py).
 
-The array: ARRAY, a float64 b2nd array of 128 chunks (as many as the 1 GiB array of
-8 MiB chunks issue 34 measured) and 2,048 blocks (200 random reads touch few blocks
+The array: ARRAY, a float64 b2nd array of 128 chunks (as many as a 1 GiB array of
+8 MiB chunks) and 2,048 blocks (200 random reads touch few blocks
 twice, as in a large array), at a size that keeps moto's GETs short: moto reads a whole
 object for every ranged GET. At 0 ms every client talks to the server directly;
 at DELAY_MS every client (the mount, python-blosc2's C2Array, the raw GETs) goes through

@@ -7,6 +7,10 @@
     s3_upload.py ENDPOINT putx BUCKET KEY FILE       the same, KEY with Python escapes
                                                      (\\x00, \\x01: keys argv cannot carry)
     s3_upload.py ENDPOINT public BUCKET              a bucket policy letting anyone GET and list
+    s3_upload.py ENDPOINT iamkey USER                an IAM user allowed s3:*, and an access key
+                                                     of it: prints "KEY_ID SECRET"
+    s3_upload.py ENDPOINT checksigs                  moto only: from now on every request must
+                                                     be signed by a known access key
 
 Credentials and region come from the usual AWS environment variables (moto
 takes any). Runs with the servers venv (.venv-servers), which has boto3.
@@ -14,6 +18,7 @@ takes any). Runs with the servers venv (.venv-servers), which has boto3.
 import json
 import os
 import sys
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -55,6 +60,24 @@ def public(s3, bucket):
     s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))
 
 
+def iam_key(endpoint, user):
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1")
+    iam.create_user(UserName=user)
+    policy = {"Version": "2012-10-17",
+              "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    print(key["AccessKeyId"], key["SecretAccessKey"])
+
+
+def check_signatures(endpoint):
+    # moto's own switch: after 0 more unchecked requests, check them all.
+    req = urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=b"0", method="POST",
+                                 headers={"Content-Type": "text/plain"})
+    with urllib.request.urlopen(req) as r:
+        r.read()
+
+
 def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
@@ -71,6 +94,10 @@ def main(argv):
             s3.put_object(Bucket=args[0], Key=key, Body=f.read())
     elif cmd == "public" and len(args) == 1:
         public(s3, args[0])
+    elif cmd == "iamkey" and len(args) == 1:
+        iam_key(argv[1], args[0])
+    elif cmd == "checksigs" and not args:
+        check_signatures(argv[1])
     else:
         sys.exit(__doc__)
 

@@ -175,7 +175,8 @@ impl Drop for Server {
 }
 
 /// Run a command to completion; panic with its output if it fails.
-fn run(cmd: &mut Command, what: &str) {
+/// Run `cmd`, which must succeed: its standard output.
+fn run(cmd: &mut Command, what: &str) -> String {
     let o = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         o.status.success(),
@@ -183,6 +184,7 @@ fn run(cmd: &mut Command, what: &str) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// moto's S3 API server.
@@ -232,7 +234,7 @@ impl Moto {
         ]
     }
 
-    fn s3(&self, args: &[&str]) {
+    fn s3(&self, args: &[&str]) -> String {
         let py = servers_venv().join("bin/python");
         let mut cmd = Command::new(py);
         cmd.arg(root().join("scripts/servers/s3_upload.py"))
@@ -243,11 +245,25 @@ impl Moto {
         if ca.exists() {
             cmd.env("AWS_CA_BUNDLE", ca);
         }
-        run(&mut cmd, &format!("s3_upload.py {}", args.join(" ")));
+        run(&mut cmd, &format!("s3_upload.py {}", args.join(" ")))
     }
 
     pub fn mkbucket(&self, bucket: &str) {
         self.s3(&["mkbucket", bucket]);
+    }
+
+    /// An IAM user allowed every S3 action, and an access key of it: (key
+    /// id, secret).
+    pub fn iam_key(&self, user: &str) -> (String, String) {
+        let out = self.s3(&["iamkey", user]);
+        let (id, secret) = out.trim().split_once(' ').expect("KEY_ID SECRET");
+        (id.to_string(), secret.to_string())
+    }
+
+    /// From now on moto checks every request's signature against the access
+    /// keys it made ([`Moto::iam_key`]).
+    pub fn check_signatures(&self) {
+        self.s3(&["checksigs"]);
     }
 
     /// Every file under `dir` as `prefix/relpath` ("" for the bucket's top).

@@ -187,9 +187,7 @@ fn no_credentials_found_is_one_line_within_seconds() {
     drop(stall);
 }
 
-/// A missing key and a missing bucket say so in words (a wrong secret
-/// cannot be shown here: moto checks no signature; see answer.rs's unit
-/// test).
+/// A missing key and a missing bucket say so in words.
 #[test]
 fn s3_errors_are_words() {
     let Some(moto) = Moto::start() else { return };
@@ -217,6 +215,56 @@ fn s3_errors_are_words() {
     ] {
         one_line(&o, &[words]);
         assert!(!o.stderr.contains('<'), "XML: {}", o.stderr);
+    }
+}
+
+/// Against a store that checks signatures (moto with its checks on, keys
+/// made by its IAM): the right secret reads (our SigV4 signing is what the
+/// store computes), a wrong one and an unknown key id are one line in
+/// words, never XML.
+#[test]
+fn a_wrong_secret_is_said_in_words_by_a_store_that_checks_signatures() {
+    let Some(moto) = Moto::start() else { return };
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("frame")).unwrap();
+    copy(&fixture(REL), &d.path().join(REL));
+    moto.mkbucket("signed");
+    moto.upload("signed", "", d.path());
+    let (id, secret) = moto.iam_key("reader");
+    moto.check_signatures();
+    let base = "s3://signed";
+    let endpoint = format!("endpoint={}", moto.endpoint());
+    let opts = [endpoint.as_str(), "region=us-east-1"];
+    let with = |id: &str, secret: &str| {
+        bare_s3(
+            base,
+            &opts,
+            &[("AWS_ACCESS_KEY_ID", id), ("AWS_SECRET_ACCESS_KEY", secret)],
+        )
+    };
+    let good = with(&id, &secret).cat(REL, None, &[]);
+    assert!(good.status.success(), "the right secret: {}", good.stderr);
+    assert!(good.stdout == local_cat(REL));
+    let wrong = format!("{secret}x");
+    for (r, words) in [
+        (
+            with(&id, &wrong),
+            "the secret key does not match the access key id (SignatureDoesNotMatch, 403)",
+        ),
+        (
+            with("AKIANOSUCHKEY0000000", &secret),
+            "the store knows no such access key id",
+        ),
+    ] {
+        for o in [r.cat(REL, None, &[]), r.info(REL, &[])] {
+            one_line(&o, &[words]);
+            assert!(!o.stderr.contains('<'), "XML: {}", o.stderr);
+            assert!(
+                !o.stderr.contains(&wrong),
+                "the secret printed: {}",
+                o.stderr
+            );
+        }
     }
 }
 
