@@ -341,6 +341,10 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
         }
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
+    if let Some(text) = blosc_decode::report::render_carrier(&file) {
+        print!("{text}");
+        return Ok(());
+    }
     let env = Env::new(16 << 20);
     let t = open_target(&file, &remote, &env)?;
     print!(

@@ -152,11 +152,27 @@ fn lazy_expressions_pass_through_raw() {
         assert_eq!(sha(&got), f["sha256"].as_str().unwrap(), "{f}");
         // The operands are arrays, shown as ever.
         assert!(fs.lookup(ROOT_INO, OsStr::new("a.npy")).is_ok());
+        // `info` says what it is and what it computes from, as python-blosc2
+        // saved it (an expression or a UDF's source, over `a.b2nd`).
         let o = Command::new(BIN).arg("info").arg(path).output().unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
+        let out = String::from_utf8_lossy(&o.stdout);
         assert!(
-            err.contains("holds no data") && (err.contains("lazy")),
-            "{f}: {err}"
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
         );
+        let what = if name == "udf.b2nd" {
+            "UDF:           def udf("
+        } else {
+            "expression:    (o"
+        };
+        for want in [
+            "python-blosc2: lazy",
+            "data:          none of its own",
+            what,
+            "a.b2nd",
+        ] {
+            assert!(out.contains(want), "{f}: {want:?} not in:\n{out}");
+        }
     }
 }

@@ -170,3 +170,80 @@ fn stored_kind(c: &Container, n: usize) -> String {
         Err(e) => format!("error: {}", e.reason),
     }
 }
+
+/// The text `bloscfs info` prints for a frame at `path` that holds no
+/// values of its own (a saved lazy expression or UDF, a remote reference:
+/// [`crate::detect::carrier`]): what it is, and what its
+/// variable-length metalayers say it computes from (expression or UDF,
+/// operands, URL and path). `None` for any other file.
+pub fn render_carrier(path: &std::path::Path) -> Option<String> {
+    use crate::format::msgpack::{Reader, Val};
+    let kind = crate::detect::carrier_path(path)?;
+    let src = crate::io::FileSource::open(path).ok()?;
+    let h = crate::open::frame::read_header(&src).ok()?;
+    let mut s = String::new();
+    let _ = writeln!(s, "file:          {}", path.display());
+    let _ = writeln!(s, "python-blosc2: {kind}");
+    let _ = writeln!(s, "data:          none of its own: passed through raw");
+    for (name, bytes) in crate::open::frame::vlmetalayers_or_none(&src, &h) {
+        if name != "b2o" && name != "_LazyArray" {
+            continue;
+        }
+        let Ok(Val::Map(m)) = Reader::new(&bytes).read() else {
+            continue;
+        };
+        for (k, v) in &m {
+            match (k.as_str(), v) {
+                (Some("kind" | "version"), _) | (None, _) => {}
+                (Some("operands"), Val::Map(ops)) => {
+                    for (o, v) in ops {
+                        let o = o.as_str().unwrap_or("?");
+                        let _ = writeln!(
+                            s,
+                            "operand {o}:{:w$}{}",
+                            "",
+                            operand(v),
+                            w = 6usize.saturating_sub(o.len())
+                        );
+                    }
+                }
+                (Some(k), v) => match v.as_str() {
+                    Some(text) => {
+                        let text = text.trim_end().replace('\n', "\n               ");
+                        let _ = writeln!(
+                            s,
+                            "{k}:{:w$}{text}",
+                            "",
+                            w = 14usize.saturating_sub(k.len())
+                        );
+                    }
+                    None => {}
+                },
+            }
+        }
+    }
+    Some(s)
+}
+
+/// An operand of a saved expression as a path or URL: a text, or a map
+/// holding `urlpath`, or `urlbase` and `path`.
+fn operand(v: &crate::format::msgpack::Val) -> String {
+    use crate::format::msgpack::Val;
+    if let Some(t) = v.as_str() {
+        return t.to_string();
+    }
+    let Val::Map(m) = v else {
+        return "?".into();
+    };
+    let get = |key: &str| {
+        m.iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .and_then(|(_, v)| v.as_str())
+    };
+    match (get("urlpath"), get("urlbase"), get("path")) {
+        (Some(p), _, _) => p.to_string(),
+        (None, Some(base), Some(p)) => format!("{base} {p}"),
+        (None, None, Some(p)) => p.to_string(),
+        _ => "?".into(),
+    }
+}
