@@ -2,8 +2,8 @@
 //! written by python-blosc2 2.0.0, 4.4.5 and 4.14.1 into `tests/fixtures/saved`):
 //! frames saved by `save_tensor`/`save_array`/`pack_tensor` are `.npy`
 //! files equal to `numpy.save` of what `blosc2.load_tensor` returns; a
-//! delta-filtered chunk whose last item is partial (bytes C-Blosc2's
-//! encoder never stores) fails for that block only, never with other bytes.
+//! delta-filtered chunk whose last block is shorter than one item (bytes
+//! C-Blosc2's encoder never stores) fails for that block only, never with other bytes.
 
 use crate::common;
 
@@ -109,7 +109,7 @@ fn delta_partial_item_is_refused_not_guessed() {
             let err = String::from_utf8_lossy(&o.stderr);
             assert!(!o.status.success(), "{f} {range:?}: read");
             assert!(
-                err.contains("chunk 0") && err.contains("partial 8-byte item"),
+                err.contains("chunk 0") && err.contains("less than one 8-byte item"),
                 "{f} {range:?}: {err}"
             );
         }

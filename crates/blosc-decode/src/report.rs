@@ -207,18 +207,13 @@ pub fn render_carrier(path: &std::path::Path) -> Option<String> {
                         );
                     }
                 }
-                (Some(k), v) => match v.as_str() {
-                    Some(text) => {
+                (Some(k), v) => {
+                    if let Some(text) = v.as_str() {
                         let text = text.trim_end().replace('\n', "\n               ");
-                        let _ = writeln!(
-                            s,
-                            "{k}:{:w$}{text}",
-                            "",
-                            w = 14usize.saturating_sub(k.len())
-                        );
+                        let w = 14usize.saturating_sub(k.len());
+                        let _ = writeln!(s, "{k}:{:w$}{text}", "");
                     }
-                    None => {}
-                },
+                }
             }
         }
     }

@@ -6,28 +6,32 @@
 //! else bytes); trailing bytes that do not fill an element are left as they
 //! are.
 //!
-//! C-Blosc2's encoder never writes those trailing bytes: its output buffer
-//! keeps whatever an earlier block left there (in a 227,417-byte chunk of
-//! typesize 8 that python-blosc2 4.4.5 and 4.14.1 wrote, the chunk's first
-//! byte in place of the last one). The bytes written are not in the file, so
-//! [`check_whole`] refuses such a block rather than show the stale ones.
+//! A block shorter than one element (a chunk's last block, of fewer bytes
+//! than the element width) has no element for C-Blosc2's encoder to write:
+//! its output keeps whatever an earlier block left there (in a 227,417-byte
+//! chunk of typesize 8 and blocks of 227,416 bytes that python-blosc2 4.4.5
+//! and 4.14.1 wrote, the chunk's first byte in place of the last one). The
+//! byte written is not in the file, so [`check_whole`] refuses such a block
+//! rather than show a stale one. The trailing bytes of a block that holds
+//! whole elements come out as written (the compatibility matrix checks
+//! them against the data written, python-blosc2 2.0 to 4.8).
 //!
 //! The running XOR works on 64-bit words: a prefix XOR inside the word
 //! (shifts by the element width and up), XORed with the broadcast of the
 //! previous word's last element, which is itself carried as a running XOR
 //! so that the loop's only dependency is one XOR per word.
 
-/// A block of `len` bytes whose last element is partial (possible only in a
-/// chunk's last block, when the chunk's size is not a whole number of
-/// elements) cannot be decoded: its trailing bytes were never encoded.
+/// A block of `len` bytes that holds no whole element but some bytes
+/// (possible only as a chunk's last block) cannot be decoded: its bytes
+/// were never encoded.
 pub fn check_whole(ts: usize, len: usize) -> Result<(), String> {
     let w = elem_width(ts);
-    match len % w {
-        0 => Ok(()),
-        rest => Err(format!(
-            "delta filter: the block's last {rest} bytes are a partial {w}-byte item, which C-Blosc2's delta encoder does not store (the file holds stale bytes in their place); the bytes written cannot be recovered"
-        )),
+    if len == 0 || len >= w {
+        return Ok(());
     }
+    Err(format!(
+        "delta filter: the block's {len} bytes are less than one {w}-byte item, which C-Blosc2's delta encoder does not store (the file holds stale bytes in their place); the bytes written cannot be recovered"
+    ))
 }
 
 fn elem_width(ts: usize) -> usize {
