@@ -139,16 +139,19 @@ impl ChunkCtx {
     /// read, when more than one of them is neither cached nor queued: a
     /// remote source fetches them in one request, not one per block.
     fn announce(&self, i: u32, last: u32) {
-        let l = &self.layout;
-        let missing: Vec<u32> = (i..=last).filter(|&k| self.missing(k)).collect();
-        if missing.len() < 2 {
+        // A one-block request (most small reads) has nothing to join.
+        if last <= i {
             return;
         }
-        let extents = missing.iter().map(|&k| l.extents[k as usize]);
-        let start = extents.clone().map(|e| e.start).min().unwrap_or(0) as u64;
-        let end = extents.map(|e| e.end).max().unwrap_or(0) as u64;
-        self.source
-            .will_read(self.offset + start, end.saturating_sub(start));
+        let (mut n, mut start, mut end) = (0, u32::MAX, 0);
+        for k in (i..=last).filter(|&k| self.missing(k)) {
+            let e = self.layout.extents[k as usize];
+            (n, start, end) = (n + 1, start.min(e.start), end.max(e.end));
+        }
+        if n >= 2 {
+            let len = u64::from(end.saturating_sub(start));
+            self.source.will_read(self.offset + u64::from(start), len);
+        }
     }
 
     /// Is block `i` wholly inside `a..end` (and decodable in place: block 0

@@ -32,6 +32,13 @@ impl Window {
         })
     }
 
+    /// A hint of `len` bytes at `offset`, cut to the window, as a position
+    /// and length in `inner`.
+    fn hinted(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
+        let len = len.min(self.len.saturating_sub(offset));
+        Some((self.outer(offset, len).ok()?, len))
+    }
+
     /// Where `offset..offset + len` of the window lies in `inner`.
     fn outer(&self, offset: u64, len: u64) -> Result<u64> {
         check_range(self.len, offset, len)?;
@@ -69,15 +76,13 @@ impl Source for Window {
     }
 
     fn will_need(&self, offset: u64, len: u64) {
-        let len = len.min(self.len.saturating_sub(offset));
-        if let Ok(at) = self.outer(offset, len) {
+        if let Some((at, len)) = self.hinted(offset, len) {
             self.inner.will_need(at, len);
         }
     }
 
     fn will_read(&self, offset: u64, len: u64) {
-        let len = len.min(self.len.saturating_sub(offset));
-        if let Ok(at) = self.outer(offset, len) {
+        if let Some((at, len)) = self.hinted(offset, len) {
             self.inner.will_read(at, len);
         }
     }
