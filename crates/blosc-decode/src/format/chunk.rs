@@ -195,61 +195,80 @@ impl ChunkHeader {
             blosc2_flags2: 0,
         };
         if extended {
-            ensure!(
-                b.len() >= EXTENDED_HEADER_LEN,
-                truncated,
-                "extended chunk header needs 32 bytes, got {}",
-                b.len()
-            );
-            h.header_len = EXTENDED_HEADER_LEN;
-            h.filters.copy_from_slice(&b[16..22]);
-            h.udcodec = b[22];
-            h.compcode_meta = b[23];
-            h.filters_meta.copy_from_slice(&b[24..30]);
-            h.blosc2_flags = b[31];
-            h.blosc2_flags2 = b[30];
-            if h.vl_blocks() {
-                // As C-Blosc2 refuses them.
-                ensure!(
-                    !h.memcpyed(),
-                    corrupt,
-                    "a VL-block chunk cannot be memcpyed (flags {flags:#04x})"
-                );
-                ensure!(
-                    h.special()?.is_none(),
-                    corrupt,
-                    "a VL-block chunk cannot hold a special value (blosc2_flags {:#04x})",
-                    h.blosc2_flags
-                );
-            }
+            h.read_extended(b)?;
         } else {
-            // Blosc1 flags describe at most shuffle/bitshuffle and delta.
-            if flags & FLAG_SHUFFLE != 0 {
-                h.filters[5] = filter_id::SHUFFLE;
-            } else if flags & FLAG_BITSHUFFLE != 0 {
-                h.filters[5] = filter_id::BITSHUFFLE;
-            }
-            if flags & FLAG_DELTA != 0 && version >= 3 {
-                h.filters[4] = filter_id::DELTA;
-            }
+            h.set_blosc1_filters();
         }
+        h.check_sizes()?;
+        Ok(h)
+    }
+
+    /// The second 16 bytes of a Blosc2 extended header: the filter pipeline,
+    /// the user codec and the Blosc2 flags.
+    fn read_extended(&mut self, b: &[u8]) -> Result<()> {
         ensure!(
-            (h.cbytes as usize) >= h.header_len,
+            b.len() >= EXTENDED_HEADER_LEN,
+            truncated,
+            "extended chunk header needs 32 bytes, got {}",
+            b.len()
+        );
+        self.header_len = EXTENDED_HEADER_LEN;
+        self.filters.copy_from_slice(&b[16..22]);
+        self.udcodec = b[22];
+        self.compcode_meta = b[23];
+        self.filters_meta.copy_from_slice(&b[24..30]);
+        self.blosc2_flags = b[31];
+        self.blosc2_flags2 = b[30];
+        if self.vl_blocks() {
+            // As C-Blosc2 refuses them.
+            ensure!(
+                !self.memcpyed(),
+                corrupt,
+                "a VL-block chunk cannot be memcpyed (flags {:#04x})",
+                self.flags
+            );
+            ensure!(
+                self.special()?.is_none(),
+                corrupt,
+                "a VL-block chunk cannot hold a special value (blosc2_flags {:#04x})",
+                self.blosc2_flags
+            );
+        }
+        Ok(())
+    }
+
+    /// The pipeline of a 16-byte header: Blosc1 flags describe at most
+    /// shuffle/bitshuffle and delta.
+    fn set_blosc1_filters(&mut self) {
+        if self.flags & FLAG_SHUFFLE != 0 {
+            self.filters[5] = filter_id::SHUFFLE;
+        } else if self.flags & FLAG_BITSHUFFLE != 0 {
+            self.filters[5] = filter_id::BITSHUFFLE;
+        }
+        if self.flags & FLAG_DELTA != 0 && self.version >= 3 {
+            self.filters[4] = filter_id::DELTA;
+        }
+    }
+
+    /// The sizes that must agree once the header is read.
+    fn check_sizes(&self) -> Result<()> {
+        ensure!(
+            (self.cbytes as usize) >= self.header_len,
             corrupt,
             "chunk cbytes {} is smaller than its {}-byte header",
-            h.cbytes,
-            h.header_len
+            self.cbytes,
+            self.header_len
         );
-        if h.special()?.is_none() && h.nbytes > 0 {
-            ensure!(h.blocksize > 0, corrupt, "chunk blocksize is 0");
+        if self.special()?.is_none() && self.nbytes > 0 {
+            ensure!(self.blocksize > 0, corrupt, "chunk blocksize is 0");
             ensure!(
-                h.blocksize <= MAX_BLOCKSIZE,
+                self.blocksize <= MAX_BLOCKSIZE,
                 corrupt,
                 "chunk blocksize {} exceeds the format's maximum of {MAX_BLOCKSIZE}",
-                h.blocksize
+                self.blocksize
             );
         }
-        Ok(h)
+        Ok(())
     }
 
     pub fn is_extended(&self) -> bool {
@@ -455,87 +474,23 @@ impl ChunkLayout {
             prefix.len()
         );
         let special = header.special()?;
-        let nblocks = header.nblocks();
-        let cbytes = header.cbytes;
-        let mut extents = Vec::new();
-        let mut dict = None;
         let mut value = Vec::new();
         if special == Some(Special::Value) {
             value =
                 prefix[header.header_len..header.header_len + header.typesize as usize].to_vec();
         }
-        if special.is_some() || header.nbytes == 0 {
-            // No blocks to read.
+        let (extents, dict) = if special.is_some() || header.nbytes == 0 {
+            (Vec::new(), None) // no blocks to read
         } else if header.memcpyed() {
-            ensure!(
-                header.cbytes as u64 >= header.header_len as u64 + header.nbytes as u64,
-                corrupt,
-                "memcpyed chunk holds {} bytes, fewer than its nbytes {}",
-                header.cbytes as u64 - header.header_len as u64,
-                header.nbytes
-            );
-            ensure!(
-                nblocks <= MAX_MEMCPYED_BLOCKS,
-                unsupported,
-                "memcpyed chunk of {} blocks of {} bytes: more than {MAX_MEMCPYED_BLOCKS} blocks",
-                nblocks,
-                header.blocksize
-            );
-            extents.reserve_exact(nblocks as usize);
-            for i in 0..nblocks {
-                let start = header.header_len as u32 + i * header.blocksize;
-                extents.push(BlockExtent {
-                    start,
-                    end: start + header.fixed_block_len(i),
-                });
-            }
+            (memcpyed_extents(&header)?, None)
         } else {
-            let hl = header.header_len;
-            let bs_end = hl + 4 * nblocks as usize;
-            let mut data_start = bs_end as u32;
-            if header.uses_dict() {
-                let mut r = Reader::at(prefix, bs_end, "chunk dictionary");
-                let dsize = r.le::<u32>()? as usize;
-                dict = Some(r.bytes(dsize)?.to_vec());
-                data_start = r.pos() as u32;
-            }
-            let mut starts: Vec<(u32, u32)> = le_all::<u32>(&prefix[hl..bs_end]).zip(0..).collect();
-            for &(s, i) in &starts {
-                ensure!(
-                    s >= data_start && s < cbytes,
-                    corrupt,
-                    "block {i} starts at {s}, outside the chunk's data ({data_start}..{cbytes})"
-                );
-            }
-            // Blocks may be stored out of order: a block runs to the next start.
-            starts.sort_unstable();
-            extents = vec![BlockExtent { start: 0, end: 0 }; nblocks as usize];
-            for k in 0..starts.len() {
-                let (s, i) = starts[k];
-                let end = if k + 1 < starts.len() {
-                    starts[k + 1].0
-                } else {
-                    cbytes
-                };
-                extents[i as usize] = BlockExtent { start: s, end };
-            }
-        }
-        let mut vl = None;
-        if header.vl_blocks() && !extents.is_empty() {
-            VlBlocks::check_extents(&extents)?;
-            let sizes = vl_sizes(&extents)?;
-            vl = Some(VlBlocks::new(header.nbytes, &extents, &sizes)?);
-            // C-Blosc2 3.3 delta-encodes every VL block against itself but
-            // decodes blocks past the first against the chunk's first bytes:
-            // no decoder gives back what was written, so nor do we.
-            ensure!(
-                !(header.has_delta() && extents.len() > 1),
-                unsupported,
-                "unsupported chunk: delta filter over {} variable-length blocks \
-                 (C-Blosc2 does not decode these to the data written)",
-                extents.len()
-            );
-        }
+            stored_extents(&header, prefix)?
+        };
+        let vl = if header.vl_blocks() && !extents.is_empty() {
+            Some(vl_blocks(&header, &extents, vl_sizes)?)
+        } else {
+            None
+        };
         Ok(ChunkLayout {
             header,
             special,
@@ -575,4 +530,90 @@ impl ChunkLayout {
             None => (off / self.header.blocksize as u64) as u32,
         }
     }
+}
+
+/// The blocks of a memcpyed chunk: stored one after another, as they are.
+fn memcpyed_extents(header: &ChunkHeader) -> Result<Vec<BlockExtent>> {
+    let nblocks = header.nblocks();
+    ensure!(
+        header.cbytes as u64 >= header.header_len as u64 + header.nbytes as u64,
+        corrupt,
+        "memcpyed chunk holds {} bytes, fewer than its nbytes {}",
+        header.cbytes as u64 - header.header_len as u64,
+        header.nbytes
+    );
+    ensure!(
+        nblocks <= MAX_MEMCPYED_BLOCKS,
+        unsupported,
+        "memcpyed chunk of {} blocks of {} bytes: more than {MAX_MEMCPYED_BLOCKS} blocks",
+        nblocks,
+        header.blocksize
+    );
+    Ok((0..nblocks)
+        .map(|i| {
+            let start = header.header_len as u32 + i * header.blocksize;
+            BlockExtent {
+                start,
+                end: start + header.fixed_block_len(i),
+            }
+        })
+        .collect())
+}
+
+/// The blocks of a compressed chunk from its block starts (`bstarts`),
+/// and its dictionary if it has one. Blocks may be stored out of order: a
+/// block runs to the next start.
+fn stored_extents(
+    header: &ChunkHeader,
+    prefix: &[u8],
+) -> Result<(Vec<BlockExtent>, Option<Vec<u8>>)> {
+    let (nblocks, cbytes) = (header.nblocks(), header.cbytes);
+    let hl = header.header_len;
+    let bs_end = hl + 4 * nblocks as usize;
+    let mut data_start = bs_end as u32;
+    let mut dict = None;
+    if header.uses_dict() {
+        let mut r = Reader::at(prefix, bs_end, "chunk dictionary");
+        let dsize = r.le::<u32>()? as usize;
+        dict = Some(r.bytes(dsize)?.to_vec());
+        data_start = r.pos() as u32;
+    }
+    let mut starts: Vec<(u32, u32)> = le_all::<u32>(&prefix[hl..bs_end]).zip(0..).collect();
+    for &(s, i) in &starts {
+        ensure!(
+            s >= data_start && s < cbytes,
+            corrupt,
+            "block {i} starts at {s}, outside the chunk's data ({data_start}..{cbytes})"
+        );
+    }
+    starts.sort_unstable();
+    let mut extents = vec![BlockExtent { start: 0, end: 0 }; nblocks as usize];
+    for k in 0..starts.len() {
+        let (s, i) = starts[k];
+        let end = starts.get(k + 1).map_or(cbytes, |n| n.0);
+        extents[i as usize] = BlockExtent { start: s, end };
+    }
+    Ok((extents, dict))
+}
+
+/// The block sizes of a VL-block chunk, read by `vl_sizes`.
+fn vl_blocks(
+    header: &ChunkHeader,
+    extents: &[BlockExtent],
+    vl_sizes: impl FnOnce(&[BlockExtent]) -> Result<Vec<i32>>,
+) -> Result<VlBlocks> {
+    VlBlocks::check_extents(extents)?;
+    let sizes = vl_sizes(extents)?;
+    let vl = VlBlocks::new(header.nbytes, extents, &sizes)?;
+    // C-Blosc2 3.3 delta-encodes every VL block against itself but
+    // decodes blocks past the first against the chunk's first bytes:
+    // no decoder gives back what was written, so nor do we.
+    ensure!(
+        !(header.has_delta() && extents.len() > 1),
+        unsupported,
+        "unsupported chunk: delta filter over {} variable-length blocks \
+         (C-Blosc2 does not decode these to the data written)",
+        extents.len()
+    );
+    Ok(vl)
 }

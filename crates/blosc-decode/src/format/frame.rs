@@ -107,22 +107,7 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         buf.len()
     );
     let hbuf = &buf[..header_len as usize];
-    let n = (hbuf[0] & 0x0f) as usize;
-    let mut r = Reader::at(hbuf, 1);
-    ensure!(n >= 11, corrupt, "frame header has {n} fields, too few");
-    let mut vals = Vec::with_capacity(n);
-    for _ in 0..n {
-        if r.pos() >= hbuf.len() {
-            break;
-        }
-        vals.push(r.read()?);
-    }
-    ensure!(
-        vals.len() >= 11,
-        truncated,
-        "frame header ends after {} fields",
-        vals.len()
-    );
+    let vals = fields(hbuf)?;
     // Positional fields: magic, header_size, frame_size, flags, nbytes, cbytes,
     // typesize, [blocksize], chunksize, tcomp, tdecomp, has_vlmeta, [filters], [metalayers]
     let flags = match &vals[3] {
@@ -133,15 +118,12 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
             ))
         }
     };
-    let general = flags[0];
-    let frame_type = flags[1] & 0x0f;
-    let codec_flags = flags[2];
-    let with_blocksize = n >= 14;
     let mut i = 6;
     let typesize = nonneg(&vals[i], "typesize", 255 * 1024)? as u32;
     ensure!(typesize > 0, corrupt, "frame header: typesize is 0");
     i += 1;
-    let blocksize = if with_blocksize {
+    // The field count says whether the block size is there.
+    let blocksize = if (hbuf[0] & 0x0f) >= 14 {
         i += 1;
         nonneg(&vals[i - 1], "blocksize", i32::MAX as u64)? as u32
     } else {
@@ -152,39 +134,29 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
     i += 3; // chunksize, tcomp, tdecomp
     let has_vl = matches!(vals.get(i), Some(Val::Bool(true)));
     i += 1;
-    // fixext 16: the ext type is the number of filters; bytes 0..8 the filter
-    // ids, 6 the user codec, 7 the codec meta, 8..16 the filters' meta.
-    let mut filters = Vec::new();
-    let mut filters_meta = Vec::new();
-    let mut udcodec = 0;
-    if let Some(Val::Ext(nf, d)) = vals.get(i) {
-        ensure!(
-            d.len() == 16 && (0..=6).contains(nf),
-            corrupt,
-            "frame header: bad filter pipeline ({nf} filters in {} bytes)",
-            d.len()
-        );
-        let nf = *nf as usize;
-        filters = d[..nf].to_vec();
-        filters_meta = d[8..8 + nf].to_vec();
-        udcodec = d[6];
-        i += 1;
-    }
+    let pipeline = match vals.get(i) {
+        Some(Val::Ext(nf, d)) => {
+            i += 1;
+            Pipeline::parse(*nf, d)?
+        }
+        _ => Pipeline::default(),
+    };
     let mut metalayers = Vec::new();
     if let Some(Val::Array(parts)) = vals.get(i) {
         if let Some(Val::Map(entries)) = parts.get(1) {
             metalayers = named_values(entries, hbuf, "metalayer")?;
         }
     }
+    let (general, codec_flags) = (flags[0], flags[2]);
     let h = FrameHeader {
         header_len,
         frame_len,
         version: general & 0x0f,
         variable_chunks: general & 0x40 != 0,
-        frame_type,
+        frame_type: flags[1] & 0x0f,
         // 6 (user-defined codec format): the id is in the pipeline's byte 6.
         codec: match codec_flags & 0x0f {
-            6 => udcodec,
+            6 => pipeline.udcodec,
             c => c,
         },
         clevel: codec_flags >> 4,
@@ -194,8 +166,8 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         blocksize,
         chunksize,
         has_vlmetalayers: has_vl,
-        filters,
-        filters_meta,
+        filters: pipeline.filters,
+        filters_meta: pipeline.meta,
         metalayers,
     };
     ensure!(
@@ -205,6 +177,54 @@ pub fn parse_header(buf: &[u8]) -> Result<FrameHeader> {
         h.frame_type
     );
     Ok(h)
+}
+
+/// The header's top-level msgpack values (at least the 11 every version
+/// writes; the fixarray's count may promise more than the bytes hold).
+fn fields(hbuf: &[u8]) -> Result<Vec<Val<'_>>> {
+    let n = (hbuf[0] & 0x0f) as usize;
+    ensure!(n >= 11, corrupt, "frame header has {n} fields, too few");
+    let mut r = Reader::at(hbuf, 1);
+    let mut vals = Vec::with_capacity(n);
+    while vals.len() < n && r.pos() < hbuf.len() {
+        vals.push(r.read()?);
+    }
+    ensure!(
+        vals.len() >= 11,
+        truncated,
+        "frame header ends after {} fields",
+        vals.len()
+    );
+    Ok(vals)
+}
+
+/// The filter pipeline field.
+#[derive(Default)]
+struct Pipeline {
+    filters: Vec<u8>,
+    meta: Vec<u8>,
+    /// The user-defined codec's id.
+    udcodec: u8,
+}
+
+impl Pipeline {
+    /// A fixext 16 whose ext type is the number of filters: bytes 0..8 the
+    /// filter ids, 6 the user codec, 7 the codec meta, 8..16 the filters'
+    /// meta.
+    fn parse(nf: i8, d: &[u8]) -> Result<Pipeline> {
+        ensure!(
+            d.len() == 16 && (0..=6).contains(&nf),
+            corrupt,
+            "frame header: bad filter pipeline ({nf} filters in {} bytes)",
+            d.len()
+        );
+        let nf = nf as usize;
+        Ok(Pipeline {
+            filters: d[..nf].to_vec(),
+            meta: d[8..8 + nf].to_vec(),
+            udcodec: d[6],
+        })
+    }
 }
 
 impl FrameHeader {

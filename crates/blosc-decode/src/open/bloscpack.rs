@@ -35,9 +35,8 @@ fn chunk_header(src: &dyn Source, at: u64) -> Result<ChunkHeader> {
     ChunkHeader::parse(&h)
 }
 
-/// Open a Bloscpack file: its header, metadata, offsets and checksums.
-/// (A parser: it reads the file's sections in order, each checked before
-/// the next is trusted, which one function shows best.)
+/// Open a Bloscpack file: its header, metadata, offsets and checksums,
+/// each section checked before the next is trusted.
 pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let s = src.as_ref();
     let h: Header = bp::parse_header(&read_vec(s, 0, bp::HEADER_LEN as u64)?)?;
@@ -49,45 +48,15 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         bp::CHECKSUM_NAMES[h.checksum as usize].to_string(),
     )];
     if h.metadata {
-        let mh = bp::parse_meta_header(&read_vec(s, pos, bp::META_HEADER_LEN as u64)?)?;
-        let data = read_vec(s, pos + bp::META_HEADER_LEN as u64, mh.comp_size as u64)?;
-        if mh.checksum != 0 {
-            let at = pos + bp::META_HEADER_LEN as u64 + mh.max_size.max(mh.comp_size) as u64;
-            let stored = read_vec(s, at, bp::digest_len(mh.checksum)? as u64)?;
-            bp::verify_checksum(mh.checksum, &data, &stored).context("metadata")?;
-        }
-        let meta = bp::decode_meta(&mh, &data)?;
+        let (meta, len) = metadata(s, pos)?;
         extra.push((
             "metadata".into(),
             String::from_utf8_lossy(&meta).into_owned(),
         ));
         metalayers.push(("bloscpack-metadata".to_string(), meta));
-        pos += mh.section_len()?;
+        pos += len;
     }
-    // Chunk positions, from the offsets table when it is complete.
-    let mut starts: Option<Vec<u64>> = None;
-    if h.offsets && h.nchunks >= 0 {
-        let total = (h.nchunks as u64)
-            .checked_add(h.max_app_chunks as u64)
-            .filter(|&t| t <= MAX_CHUNKS && t * 8 <= s.len())
-            .ok_or_else(|| {
-                Error::corrupt(format!(
-                    "offsets table of {} + {} entries does not fit",
-                    h.nchunks, h.max_app_chunks
-                ))
-            })?;
-        let table = read_vec(s, pos, total * 8)?;
-        pos += total * 8;
-        let offs: Vec<i64> = le_all(&table[..h.nchunks as usize * 8]).collect();
-        if offs.iter().all(|&o| o >= 0) {
-            starts = Some(offs.iter().map(|&o| o as u64).collect());
-        }
-    } else if h.offsets {
-        return Err(Error::corrupt(
-            "offsets flagged but the number of chunks is unknown",
-        ));
-    }
-    let starts = match starts {
+    let starts = match offsets(s, &h, &mut pos)? {
         Some(v) => v,
         None => walk(s, pos, &h, dlen)?,
     };
@@ -100,11 +69,81 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
             h.nchunks
         );
     }
+    let chunks = entries(s, &h, &starts, dlen)?;
+    let nbytes = chunks.last().map_or(0, |c| c.uoff + c.ulen);
+    let info = Info {
+        format: "bloscpack".into(),
+        version: h.version as u32,
+        typesize: h.typesize as u32,
+        chunksize: h.chunk_size.max(0) as u64,
+        nchunks: chunks.len() as u64,
+        nbytes,
+        cbytes: s.len(),
+        codec: String::new(),
+        filters: Vec::new(),
+        metalayers,
+        vlmetalayers: Vec::new(),
+        extra,
+    };
+    Ok(Index {
+        sources: vec![src],
+        chunks,
+        info,
+        sizes_assumed: false,
+    })
+}
+
+/// The metadata section at `pos`, checked against its digest if it has
+/// one: its decoded bytes and the section's length.
+fn metadata(s: &dyn Source, pos: u64) -> Result<(Vec<u8>, u64)> {
+    let mh = bp::parse_meta_header(&read_vec(s, pos, bp::META_HEADER_LEN as u64)?)?;
+    let data = read_vec(s, pos + bp::META_HEADER_LEN as u64, mh.comp_size as u64)?;
+    if mh.checksum != 0 {
+        let at = pos + bp::META_HEADER_LEN as u64 + mh.max_size.max(mh.comp_size) as u64;
+        let stored = read_vec(s, at, bp::digest_len(mh.checksum)? as u64)?;
+        bp::verify_checksum(mh.checksum, &data, &stored).context("metadata")?;
+    }
+    Ok((bp::decode_meta(&mh, &data)?, mh.section_len()?))
+}
+
+/// The chunk positions the offsets table at `*pos` gives, when the file
+/// has one and it is complete (`None`: the chunks must be walked); `*pos`
+/// is moved past the table.
+fn offsets(s: &dyn Source, h: &Header, pos: &mut u64) -> Result<Option<Vec<u64>>> {
+    if !h.offsets {
+        return Ok(None);
+    }
+    ensure!(
+        h.nchunks >= 0,
+        corrupt,
+        "offsets flagged but the number of chunks is unknown"
+    );
+    let total = (h.nchunks as u64)
+        .checked_add(h.max_app_chunks as u64)
+        .filter(|&t| t <= MAX_CHUNKS && t * 8 <= s.len())
+        .ok_or_else(|| {
+            Error::corrupt(format!(
+                "offsets table of {} + {} entries does not fit",
+                h.nchunks, h.max_app_chunks
+            ))
+        })?;
+    let table = read_vec(s, *pos, total * 8)?;
+    *pos += total * 8;
+    let offs: Vec<i64> = le_all(&table[..h.nchunks as usize * 8]).collect();
+    Ok(offs
+        .iter()
+        .all(|&o| o >= 0)
+        .then(|| offs.iter().map(|&o| o as u64).collect()))
+}
+
+/// The index entries of the chunks starting at `starts`: each runs to the
+/// next (the last to the end of the file), less its digest.
+fn entries(s: &dyn Source, h: &Header, starts: &[u64], dlen: u64) -> Result<Vec<ChunkEntry>> {
     let mut chunks = Vec::with_capacity(starts.len());
     let mut uoff = 0u64;
     let n = starts.len();
     for (i, &at) in starts.iter().enumerate() {
-        let end = if i + 1 < n { starts[i + 1] } else { s.len() };
+        let end = starts.get(i + 1).copied().unwrap_or(s.len());
         ensure!(
             at < end && end <= s.len() && end - at >= dlen + MIN_HEADER_LEN as u64,
             corrupt,
@@ -136,26 +175,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         });
         uoff += ulen;
     }
-    let info = Info {
-        format: "bloscpack".into(),
-        version: h.version as u32,
-        typesize: h.typesize as u32,
-        chunksize: h.chunk_size.max(0) as u64,
-        nchunks: n as u64,
-        nbytes: uoff,
-        cbytes: s.len(),
-        codec: String::new(),
-        filters: Vec::new(),
-        metalayers,
-        vlmetalayers: Vec::new(),
-        extra,
-    };
-    Ok(Index {
-        sources: vec![src],
-        chunks,
-        info,
-        sizes_assumed: false,
-    })
+    Ok(chunks)
 }
 
 /// Find chunks by walking their headers from `pos` (no usable offsets).

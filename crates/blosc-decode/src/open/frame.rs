@@ -197,10 +197,13 @@ fn build_chunks(
     let most = offs
         .len()
         .min(max_stored.saturating_mul(2).saturating_add(1));
-    let mut chunks = Vec::with_capacity(most as usize);
-    let (mut nstored, mut special, mut changes) = (0u64, None, 0u64);
-    // A NaN run merges while it stays in phase with its pattern.
-    let nan_period = nan_pattern(h.typesize as usize).len() as u64;
+    let mut entries = Entries {
+        chunks: Vec::with_capacity(most as usize),
+        merge: fixed.is_some(),
+        nan_period: nan_pattern(h.typesize as usize).len() as u64,
+        changes: 0,
+    };
+    let (mut nstored, mut special) = (0u64, None);
     let mut uoff = 0u64;
     for (i, v) in offs.iter().enumerate() {
         let (loc, size) = match frame::decode_offset(v).in_chunk(i as u64)? {
@@ -222,11 +225,13 @@ fn build_chunks(
                     );
                     special = Some(i);
                 }
+                let typesize = h.typesize.min(255) as u8;
+                let value = Box::new([]);
                 (
                     ChunkLoc::Special {
                         kind,
-                        typesize: h.typesize.min(255) as u8,
-                        value: Box::new([]),
+                        typesize,
+                        value,
                     },
                     None,
                 )
@@ -236,50 +241,12 @@ fn build_chunks(
             Some(cs) => cs.min(h.nbytes.saturating_sub(uoff)),
             None => size.unwrap_or(0),
         };
-        match chunks.last_mut() {
-            // The run's content is the same as the chunks' one after the
-            // other: zeros, or NaNs (4 or 8 bytes) in whole chunks of a
-            // multiple of 8 bytes.
-            Some(ChunkEntry {
-                ulen: run,
-                loc: ChunkLoc::Special { kind: k, .. },
-                ..
-            }) if fixed.is_some()
-                && matches!(&loc, ChunkLoc::Special { kind, .. } if kind == k)
-                && (!matches!(k, Special::Nan) || *run % nan_period == 0) =>
-            {
-                *run += ulen
-            }
-            last => {
-                if matches!(loc, ChunkLoc::Special { .. })
-                    && matches!(
-                        last,
-                        Some(ChunkEntry {
-                            loc: ChunkLoc::Special { .. },
-                            ..
-                        })
-                    )
-                {
-                    changes += 1;
-                    ensure!(
-                        changes <= MAX_SPECIAL_CHANGES,
-                        unsupported,
-                        "special chunks change kind more than {MAX_SPECIAL_CHANGES} times with no stored chunk between (each change is an index entry that takes no room in the file)"
-                    );
-                }
-                chunks.push(ChunkEntry {
-                    chunk: i as u64,
-                    uoff,
-                    ulen,
-                    loc,
-                    checksum: None,
-                })
-            }
-        }
+        entries.push(i, uoff, ulen, loc)?;
         uoff = uoff
             .checked_add(ulen)
             .ok_or_else(|| Error::corrupt("chunk sizes overflow"))?;
     }
+    let mut chunks = entries.chunks;
     if let Some(s) = special {
         // The one special chunk of a variable-size frame: what is left.
         let rest = h.nbytes.checked_sub(uoff).ok_or_else(|| {
@@ -294,6 +261,62 @@ fn build_chunks(
         }
     }
     Ok(chunks)
+}
+
+/// A frame's index entries as they are built: stored chunks, and runs of
+/// special chunks of one kind.
+struct Entries {
+    chunks: Vec<ChunkEntry>,
+    /// Whether special chunks merge into runs (chunks of a fixed size).
+    merge: bool,
+    /// A NaN run merges while it stays in phase with its pattern.
+    nan_period: u64,
+    /// Changes of special kind with no stored chunk between.
+    changes: u64,
+}
+
+impl Entries {
+    /// Enter chunk `i`, `ulen` bytes at `uoff`.
+    fn push(&mut self, i: usize, uoff: u64, ulen: u64, loc: ChunkLoc) -> Result<()> {
+        let ChunkLoc::Special { kind, .. } = &loc else {
+            return self.start(i, uoff, ulen, loc);
+        };
+        match self.chunks.last_mut() {
+            // The run's content is the same as the chunks' one after the
+            // other: zeros, or NaNs (4 or 8 bytes) in whole chunks of a
+            // multiple of 8 bytes.
+            Some(ChunkEntry {
+                ulen: run,
+                loc: ChunkLoc::Special { kind: k, .. },
+                ..
+            }) => {
+                if self.merge && kind == k && (*k != Special::Nan || *run % self.nan_period == 0) {
+                    *run += ulen;
+                    return Ok(());
+                }
+                self.changes += 1;
+                ensure!(
+                    self.changes <= MAX_SPECIAL_CHANGES,
+                    unsupported,
+                    "special chunks change kind more than {MAX_SPECIAL_CHANGES} times with no stored chunk between (each change is an index entry that takes no room in the file)"
+                );
+                self.start(i, uoff, ulen, loc)
+            }
+            _ => self.start(i, uoff, ulen, loc),
+        }
+    }
+
+    /// Enter chunk `i` as an entry of its own.
+    fn start(&mut self, i: usize, uoff: u64, ulen: u64, loc: ChunkLoc) -> Result<()> {
+        self.chunks.push(ChunkEntry {
+            chunk: i as u64,
+            uoff,
+            ulen,
+            loc,
+            checksum: None,
+        });
+        Ok(())
+    }
 }
 
 /// Does the chunk table of the frame with header `h` give its chunks a size
