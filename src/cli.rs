@@ -1,6 +1,5 @@
 //! Command-line entry points: `bloscfs cat`, `bloscfs info`, and the mount form.
 
-use crate::config::apply_remote_option;
 use crate::fs::{RemoteTree, SourceTree};
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{open_path_with, open_source};
@@ -23,14 +22,14 @@ struct Target {
 fn open_target(file: &Path, remote: &RemoteOptions, env: &Env) -> Result<Target, String> {
     let url = file.to_string_lossy();
     let Some(loc) = Location::parse(&url) else {
-        crate::config::check_applies(None, remote)?;
+        crate::options::check_applies(None, remote)?;
         return open_or_fail(file, env).map(|container| Target {
             container,
             remote: None,
         });
     };
     let loc = loc?;
-    crate::config::check_applies(Some(&loc), remote)?;
+    crate::options::check_applies(Some(&loc), remote)?;
     let r = Remote::connect(loc, remote.clone()).map_err(|e| format!("{url}: {e}"))?;
     let entry = r.stat("").map_err(|e| format!("{url}: {e}"))?;
     let dir = entry == Entry::Dir;
@@ -119,21 +118,6 @@ fn open_member(abs: &Path, env: &Env) -> blosc_decode::Result<Option<Container>>
     tree.open_container(abs, &md, env)
 }
 
-/// Apply `-o` options (comma-separated) of remote sources.
-fn apply_options(r: &mut RemoteOptions, list: &str, usage: &str) -> Result<(), String> {
-    for o in list.split(',').filter(|o| !o.is_empty()) {
-        let (k, v) = match o.split_once('=') {
-            Some((k, v)) => (k, Some(v)),
-            None => (o, None),
-        };
-        if !apply_remote_option(r, k, v)? {
-            let e = crate::config::unknown_option(k);
-            return Err(format!("{e}\n{usage}"));
-        }
-    }
-    Ok(())
-}
-
 pub const CAT_USAGE: &str =
     "usage: bloscfs cat [-o OPTIONS] [--offset N] [--length N] [--raw] [--no-verify] [--stats] FILE";
 
@@ -176,7 +160,7 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
                     .ok_or_else(|| format!("-o needs a value\n{CAT_USAGE}"))?;
                 match parse_size(v) {
                     Some(n) => offset = n,
-                    None => apply_options(&mut remote, v, CAT_USAGE)?,
+                    None => crate::options::apply_reading(&mut remote, v)?,
                 }
             }
             "--stats" => stats = true,
@@ -196,7 +180,7 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
             s if s.starts_with("--offset=") => offset = size("--offset", &s[9..])?,
             s if s.starts_with("--length=") => length = Some(size("--length", &s[9..])?),
             s if s.starts_with('-') && s.len() > 1 => {
-                let e = crate::config::unknown_flag(s);
+                let e = crate::options::unknown_flag(s);
                 return Err(format!("{e}\n{CAT_USAGE}"));
             }
             s => {
@@ -323,14 +307,14 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
                 let v = it
                     .next()
                     .ok_or_else(|| format!("-o needs a value\n{INFO_USAGE}"))?;
-                apply_options(&mut remote, v, INFO_USAGE)?;
+                crate::options::apply_reading(&mut remote, v)?;
             }
             "-h" | "--help" => {
                 println!("{INFO_USAGE}\nShows the structure of a Blosc container; --chunks adds one line per chunk.");
                 return Ok(());
             }
             s if s.starts_with('-') && s.len() > 1 => {
-                let e = crate::config::unknown_flag(s);
+                let e = crate::options::unknown_flag(s);
                 return Err(format!("{e}\n{INFO_USAGE}"));
             }
             s => {

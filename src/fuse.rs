@@ -210,10 +210,10 @@ impl Filesystem for BloscFuse {
         if connected(*fd) {
             return; // still ours: the library unmounts it
         }
-        if crate::mounts::still_mounted(mp, dev)
+        if crate::mount_table::still_mounted(mp, dev)
             && std::fs::metadata(mp).err().and_then(|e| e.raw_os_error()) == Some(libc::ENOTCONN)
         {
-            crate::mounts::detach(mp);
+            crate::mount_table::detach(mp);
         }
         log::info!("unmounted {}", mp.display());
         std::process::exit(0);

@@ -14,7 +14,7 @@ fn main() {
             cli::cmd_info(&args[1..])
         }
         None => {
-            eprint!("{}", mount::USAGE);
+            eprint!("{}", bloscfs::options::usage());
             std::process::exit(2);
         }
         _ => std::process::exit(mount::main(&args)),

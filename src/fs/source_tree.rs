@@ -7,7 +7,7 @@
 //! `PATH_MAX`) stays inside [`LocalTree`].
 
 use super::Statfs;
-use crate::mounts::FuseMounts;
+use crate::mount_table::FuseMounts;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{self, Source, Stamp};
@@ -218,7 +218,7 @@ pub trait SourceTree: Send + Sync {
 /// A local directory as the source tree.
 pub struct LocalTree {
     root: PathBuf,
-    /// FUSE mounts inside the source: never looked into ([`crate::mounts`]).
+    /// FUSE mounts inside the source: never looked into ([`crate::mount_table`]).
     fuse_mounts: FuseMounts,
 }
 

@@ -91,7 +91,7 @@ pub fn python() -> Option<PathBuf> {
 /// The device (maj:min) of the topmost mount at `mp`, if any.
 pub fn mount_dev(mp: &Path) -> Option<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    bloscfs::mounts::parse_mountinfo(&info)
+    bloscfs::mount_table::parse_mountinfo(&info)
         .into_iter()
         .rev()
         .find(|(p, _, _)| p == mp)

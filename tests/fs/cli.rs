@@ -102,7 +102,7 @@ fn cat_and_info_work_and_fail_clearly() {
 
 #[test]
 fn mount_options_parse_like_fstab_gives_them() {
-    use bloscfs::mount::parse;
+    use bloscfs::options::parse;
     let a: Vec<String> = [
         "/src",
         "/mnt",
