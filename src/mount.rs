@@ -122,7 +122,7 @@ fn open_tree(m: &MountArgs) -> std::io::Result<Fs> {
         .cache_split()
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let mut opts = m.remote.clone();
-    opts.span_cache = fetched;
+    opts.page_cache = fetched;
     let remote = Remote::connect(loc.clone(), opts)?;
     let started = std::time::Instant::now();
     let root = remote.list("")?;

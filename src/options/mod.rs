@@ -294,7 +294,7 @@ pub const OPTIONS: &[Opt] = &[
         |m, k, v| {
             let n = size(k, v)?;
             m.fetch_cache = Some(n);
-            m.remote.span_cache = n;
+            m.remote.page_cache = n;
             Ok(())
         },
     )),

@@ -36,7 +36,7 @@ fn opts() -> Options {
         ..Options::default()
     };
     if let Some(n) = var("REMOTE_SPAN_CACHE").and_then(|v| v.parse().ok()) {
-        o.span_cache = n;
+        o.page_cache = n;
     }
     o
 }

@@ -3,10 +3,10 @@
 use crate::fetch::Fetcher;
 use crate::location::{check_endpoint, check_region};
 use crate::net::{block_on, chain, io_err, Counters, Counting, Setup};
+use crate::page_cache::PageCache;
 use crate::redirect::Redirects;
 use crate::s3::Bucket;
 use crate::session::Session;
-use crate::spans::SpanCache;
 use crate::{url, Core, Location, Options};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::ClientOptions;
@@ -97,7 +97,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
         retries: opts.retries,
     };
     Ok(Core {
-        spans: Mutex::new(SpanCache::new(opts.span_cache)),
+        pages: Mutex::new(PageCache::new(opts.page_cache)),
         loc,
         opts,
         fetcher,

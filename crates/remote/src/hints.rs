@@ -7,7 +7,7 @@
 
 use crate::fetch::Pin;
 use crate::object::{start_run, unclaimed};
-use crate::spans::{self, Version, AROUND};
+use crate::page_cache::{self, Version, AROUND};
 use crate::Core;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -61,7 +61,7 @@ impl Hints {
                 self.state.lock().workers -= 1;
                 return;
             };
-            if let Some(pages) = unclaimed(&core, v, spans::pages(&run)) {
+            if let Some(pages) = unclaimed(&core, v, page_cache::pages(&run)) {
                 let _ = start_run(&core, &obj, v, pages).await;
             }
         }

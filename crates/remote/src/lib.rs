@@ -66,22 +66,22 @@
 //!   does it for many objects, 16 at a time.
 //! - A small read (a chunk header) is rounded out to its 64 KiB-aligned
 //!   window, so the header and the block starts after it cost one GET; a
-//!   block read fetches its bytes. Fetched bytes stay in the span cache, 4
+//!   block read fetches its bytes. Fetched bytes stay in the page cache, 4
 //!   KiB pages keyed by (object, version, offset), least recently used out,
-//!   at most [`Options::span_cache`] bytes, shared by all objects.
+//!   at most [`Options::page_cache`] bytes, shared by all objects.
 //! - [`Source::will_need`](blosc_decode::io::Source::will_need) (the
 //!   container calls it for every chunk head on its first random read):
 //!   those ranges are fetched in the background, 16 GETs in flight per
-//!   remote, at most half the span cache per object; after that a cold
+//!   remote, at most half the page cache per object; after that a cold
 //!   random read costs one GET (its block).
 //! - A sequential scan starts a read-ahead window (parts of 1.125 MiB
-//!   doubling to 8 MiB, at most half the span cache ahead of the reader):
+//!   doubling to 8 MiB, at most half the page cache ahead of the reader):
 //!   a scan of N bytes costs about N / 8 MiB GETs. A jump aborts it.
 //! - [`Remote::list_start`]: one request for the names of a directory
 //!   starting with a text (S3, when a page holds them), so that a lookup
 //!   in a prefix of a million keys is not a thousand requests.
 //! - [`Remote::stat`] of an object: one GET of its last 256 KiB (its size,
-//!   ETag and mtime come with it), kept in the span cache for the open
+//!   ETag and mtime come with it), kept in the page cache for the open
 //!   after it; the open then costs one more GET (the head); on S3, one
 //!   listing of one page besides (a prefix `key/` with entries under it
 //!   makes `key` a directory, as the listings show it). A directory
@@ -116,7 +116,6 @@
 //! carries an S3 error document's `Code` and `Message`, never the raw
 //! body. Messages never contain credentials.
 
-mod ahead;
 mod answer;
 mod connect;
 mod fetch;
@@ -128,14 +127,15 @@ mod names;
 mod net;
 mod object;
 mod optfile;
+mod page_cache;
 #[doc(hidden)]
 pub mod parse; // public for the fuzz target only
+mod readahead;
 mod redirect;
 mod requests;
 mod resolve;
 mod s3;
 mod session;
-mod spans;
 #[cfg(test)]
 mod tests;
 mod url;
@@ -147,8 +147,8 @@ pub use object::RemoteObject;
 use fetch::Fetcher;
 use net::Counters;
 use object::Pending;
+use page_cache::{PageCache, Version};
 use parking_lot::Mutex;
-use spans::{SpanCache, Version};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -184,9 +184,9 @@ pub struct Options {
     /// Retries of a failed request (default 3), jittered backoff, bounded
     /// total per read.
     pub retries: u32,
-    /// Bytes of compressed spans, read-ahead in flight included (default
+    /// Bytes of fetched pages, read-ahead in flight included (default
     /// 64 MiB).
-    pub span_cache: u64,
+    pub page_cache: u64,
 }
 
 impl Default for Options {
@@ -202,7 +202,7 @@ impl Default for Options {
             follow_redirects: false,
             timeout: Duration::from_secs(10),
             retries: 3,
-            span_cache: 64 << 20,
+            page_cache: 64 << 20,
         }
     }
 }
@@ -253,7 +253,7 @@ pub(crate) struct Core {
     pub fetcher: Fetcher,
     pub counters: Arc<Counters>,
     pub backend: connect::Backend,
-    pub spans: Mutex<SpanCache>,
+    pub pages: Mutex<PageCache>,
     pub inflight: Mutex<HashMap<(Version, u64), (u64, Pending)>>,
     pub next_run: AtomicU64,
     /// `will_need` fetches in flight.
@@ -261,7 +261,7 @@ pub(crate) struct Core {
 }
 
 /// A connected remote location. Cheap to clone; every clone shares one
-/// connection pool, span cache and set of counters.
+/// connection pool, page cache and set of counters.
 #[derive(Clone)]
 pub struct Remote(Arc<Core>);
 
@@ -330,7 +330,7 @@ impl Remote {
     }
 }
 
-/// The span cache's name for a version of an object: its key, ETag and
+/// The page cache's name for a version of an object: its key, ETag and
 /// length (not its mtime: some servers send none).
 pub(crate) fn version_of(obj: &Object) -> Version {
     use std::hash::{Hash, Hasher};
@@ -339,7 +339,7 @@ pub(crate) fn version_of(obj: &Object) -> Version {
     h.finish()
 }
 
-/// The span cache's name for `obj`'s version when its pages may be shared
+/// The page cache's name for `obj`'s version when its pages may be shared
 /// with other opens: only with a strong ETag (a weak one, `W/"..."`, does
 /// not promise identical bytes; without any, two versions of one length
 /// look alike).

@@ -5,9 +5,9 @@ use crate::connect::{join, Backend};
 use crate::fetch::FetchError;
 use crate::names::Skipped;
 use crate::net::{block_on, io_err};
+use crate::page_cache::PAGE;
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
-use crate::spans::PAGE;
 use crate::{Core, Entry, Listing, Object};
 use futures::StreamExt;
 use std::io;
@@ -201,7 +201,7 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     };
     if (skip as usize) < ans.data.len() {
         let data = ans.data.slice(skip as usize..);
-        core.spans.lock().insert(v, start, &data, obj.len);
+        core.pages.lock().insert(v, start, &data, obj.len);
     }
     Ok(obj)
 }

@@ -1,10 +1,10 @@
-//! Positional reads of one remote object version, through the span cache.
+//! Positional reads of one remote object version, through the page cache.
 
-use crate::ahead::Ahead;
 use crate::fetch::{FetchError, Pin};
 use crate::hints::Hints;
 use crate::net::{block_on, runtime, Counters};
-use crate::spans::{self, Version, PAGE};
+use crate::page_cache::{self, Version, PAGE};
+use crate::readahead::ReadAhead;
 use crate::{Core, Object};
 use blosc_decode::io::Source;
 use blosc_decode::{Error, Result};
@@ -36,7 +36,7 @@ pub struct RemoteObject {
     core: Arc<Core>,
     obj: Arc<Pin>,
     v: Version,
-    ahead: Mutex<Ahead>,
+    ahead: Mutex<ReadAhead>,
     /// Bytes asked for by `will_need` so far (capped).
     hinted: AtomicU64,
     hints: Arc<Hints>,
@@ -56,7 +56,7 @@ impl RemoteObject {
                     .rotate_left(32)
                 ^ 0x5bd1_e995
         });
-        let ahead = Ahead::new(core.opts.span_cache / 2);
+        let ahead = ReadAhead::new(core.opts.page_cache / 2);
         RemoteObject {
             core,
             obj: Arc::new(Pin {
@@ -94,7 +94,7 @@ impl RemoteObject {
         };
         let waits: Vec<Pending> = ranges
             .iter()
-            .filter_map(|r| self.start_missing(spans::pages(r)))
+            .filter_map(|r| self.start_missing(page_cache::pages(r)))
             .collect();
         for r in futures::future::join_all(waits).await {
             match r {
@@ -120,9 +120,9 @@ impl RemoteObject {
     /// Read `want` into `buf` (`around`: a small read, rounded out to the
     /// read-around window when it misses).
     fn read(&self, want: Range<u64>, buf: &mut [u8], around: bool) -> Result<()> {
-        let need = spans::pages(&want);
+        let need = page_cache::pages(&want);
         let window = if around {
-            spans::pages(&spans::around(&want, self.obj.len))
+            page_cache::pages(&page_cache::around(&want, self.obj.len))
         } else {
             need.clone()
         };
@@ -131,7 +131,7 @@ impl RemoteObject {
             let mut waits: Vec<Pending> = Vec::new();
             let mut missing: Vec<u64> = Vec::new();
             {
-                let mut cache = self.core.spans.lock();
+                let mut cache = self.core.pages.lock();
                 let inflight = self.core.inflight.lock();
                 for p in need.clone() {
                     if let Some(b) = cache.get(self.v, p) {
@@ -152,13 +152,13 @@ impl RemoteObject {
             let mut retry = false;
             for r in block_on(futures::future::join_all(waits)) {
                 match r {
-                    Ok(run) => spans::fill(&mut have, need.start, run.start_page, &run.data),
+                    Ok(run) => page_cache::fill(&mut have, need.start, run.start_page, &run.data),
                     Err(FetchError::Cancelled) => retry = true,
                     Err(e) => return Err(self.failed(e)),
                 }
             }
             if !retry && have.iter().all(Option::is_some) {
-                spans::copy_out(&have, need.start, &want, buf);
+                page_cache::copy_out(&have, need.start, &want, buf);
                 return Ok(());
             }
         }
@@ -174,7 +174,7 @@ impl RemoteObject {
     /// `run` extended within `window` over pages neither cached nor being
     /// fetched (the read-around).
     fn widen(&self, run: Range<u64>, window: &Range<u64>) -> Range<u64> {
-        let cache = self.core.spans.lock();
+        let cache = self.core.pages.lock();
         let inflight = self.core.inflight.lock();
         let free = |p: u64| !cache.contains(self.v, p) && !inflight.contains_key(&(self.v, p));
         let mut r = run;
@@ -194,7 +194,7 @@ impl RemoteObject {
             log::trace!("{}: read-ahead {parts:?}", self.obj.key);
         }
         for part in parts {
-            drop(self.start_missing(spans::pages(&part)));
+            drop(self.start_missing(page_cache::pages(&part)));
         }
     }
 }
@@ -202,7 +202,7 @@ impl RemoteObject {
 /// `pages` of version `v` less the pages at its start and end that are
 /// cached or being fetched; None when all are.
 pub(crate) fn unclaimed(core: &Core, v: Version, pages: Range<u64>) -> Option<Range<u64>> {
-    let cache = core.spans.lock();
+    let cache = core.pages.lock();
     let inflight = core.inflight.lock();
     let free = |p: &u64| !cache.contains(v, *p) && !inflight.contains_key(&(v, *p));
     let first = pages.clone().find(free)?;
@@ -219,13 +219,13 @@ pub(crate) fn start_run(
     pages: Range<u64>,
 ) -> Pending {
     let id = core.next_run.fetch_add(1, Ordering::Relaxed);
-    let range = spans::bytes_of(&pages, obj.len);
+    let range = page_cache::bytes_of(&pages, obj.len);
     let (core2, obj2, range2) = (core.clone(), obj.clone(), range.clone());
     let mut inflight = core.inflight.lock();
     let task = runtime().spawn(async move {
         let _done = Unregister(core2.clone(), v, pages.clone(), id);
         let data = core2.fetcher.range(&obj2, range2.clone()).await?;
-        core2.spans.lock().insert(v, range2.start, &data, obj2.len);
+        core2.pages.lock().insert(v, range2.start, &data, obj2.len);
         Ok(Run {
             start_page: pages.start,
             data,
@@ -234,7 +234,7 @@ pub(crate) fn start_run(
     let pending = async move { task.await.unwrap_or(Err(FetchError::Cancelled)) }
         .boxed()
         .shared();
-    for p in spans::pages(&range) {
+    for p in page_cache::pages(&range) {
         inflight.insert((v, p), (id, pending.clone()));
     }
     pending
@@ -286,7 +286,7 @@ impl Source for RemoteObject {
 
     fn will_read(&self, offset: u64, len: u64) {
         if let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) {
-            drop(self.start_missing(spans::pages(&want)));
+            drop(self.start_missing(page_cache::pages(&want)));
         }
     }
 
@@ -294,8 +294,8 @@ impl Source for RemoteObject {
         let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) else {
             return;
         };
-        let cap = self.core.opts.span_cache / 2;
-        let pages = spans::pages(&want);
+        let cap = self.core.opts.page_cache / 2;
+        let pages = page_cache::pages(&want);
         let bytes = (pages.end - pages.start) * PAGE;
         if self.hinted.fetch_add(bytes, Ordering::Relaxed) + bytes > cap {
             return;

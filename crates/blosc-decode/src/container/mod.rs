@@ -7,7 +7,7 @@
 //! the parsed chunk layout (header, block extents, dictionary — read once,
 //! lazily) says where each block's streams are (`chunk.rs`); blocks are taken
 //! from the shared LRU cache or the decode-ahead pool, or read and decoded
-//! (`blocks.rs`), with the source read as `policy.rs` decides. Blocks wholly
+//! (`blocks.rs`), with the source read as `source_io.rs` decides. Blocks wholly
 //! inside the request are decoded straight into the caller's buffer. Reads
 //! of zero chunks need no decoding (`holes.rs`); what containers share (the
 //! cache, the pool, the counters, options) is an [`Env`] (`env.rs`).
@@ -26,7 +26,7 @@ mod chunk;
 mod env;
 mod gather;
 mod holes;
-mod policy;
+mod source_io;
 mod spans;
 mod table;
 mod view;
@@ -64,7 +64,7 @@ pub struct Container {
     env: Env,
     view: View,
     /// Where the last read of any reader ended (presented offset): a read
-    /// far from it is random (`policy.rs`).
+    /// far from it is random (`source_io.rs`).
     last_end: AtomicU64,
     /// Has any span of it been decoded ahead? (Until then reads look for
     /// none: `spans.rs`.)
@@ -205,7 +205,7 @@ impl Container {
 
     /// A read of `len` bytes at `offset` begins: returns where it ends and
     /// how far it starts from the previous read of any reader (the first
-    /// far one has the chunk headers hinted once it is done: `policy.rs`).
+    /// far one has the chunk headers hinted once it is done: `source_io.rs`).
     fn note_read(&self, offset: u64, len: usize) -> (u64, u64) {
         let end = offset.saturating_add(len as u64);
         let prev = self.last_end.swap(end, Ordering::Relaxed);

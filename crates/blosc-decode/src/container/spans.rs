@@ -1,7 +1,7 @@
 //! Decoding ahead of a sequential reader, in spans.
 //!
 //! A sequential reader's next spans (`Env::span` presented bytes each,
-//! as many as `policy::spans_ahead` says for the CPUs and the readers
+//! as many as `ahead::policy::spans_ahead` says for the CPUs and the readers
 //! active now) are decoded by the pool, each into one buffer kept in the
 //! block cache. A read that falls in a decoded span is answered from it
 //! without a copy ([`Served::Shared`]); one that straddles two is copied

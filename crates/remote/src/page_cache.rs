@@ -1,4 +1,4 @@
-//! The span cache: compressed bytes of remote objects, in 4 KiB pages keyed
+//! The page cache: compressed bytes of remote objects, in 4 KiB pages keyed
 //! by (object version, page number), least recently used first out, bounded
 //! in bytes and shared by every object of a [`crate::Remote`].
 //!
@@ -43,16 +43,16 @@ pub fn around(range: &Range<u64>, len: u64) -> Range<u64> {
 }
 
 /// A byte-bounded LRU of pages.
-pub struct SpanCache {
+pub struct PageCache {
     pages: LruCache<(Version, u64), Bytes>,
     bytes: u64,
     cap: u64,
 }
 
-impl SpanCache {
+impl PageCache {
     /// An empty cache holding at most `cap` bytes.
     pub fn new(cap: u64) -> Self {
-        SpanCache {
+        PageCache {
             pages: LruCache::unbounded(),
             bytes: 0,
             cap,
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn cache_accounts_bytes_and_evicts_lru() {
-        let mut c = SpanCache::new(3 * PAGE);
+        let mut c = PageCache::new(3 * PAGE);
         let data = Bytes::from(vec![1u8; 2 * PAGE as usize]);
         c.insert(1, 0, &data, 1 << 20);
         assert_eq!(c.bytes(), 2 * PAGE);
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn partial_pages_only_at_the_end_of_the_object() {
-        let mut c = SpanCache::new(1 << 20);
+        let mut c = PageCache::new(1 << 20);
         let data = Bytes::from(vec![7u8; PAGE as usize + 100]);
         c.insert(1, 0, &data, 1 << 20);
         assert!(c.contains(1, 0) && !c.contains(1, 1));

@@ -8,7 +8,7 @@
 //! [`TRIGGER`] bytes in [`TRIGGER_READS`] reads, its window opens: parts of
 //! [`FIRST_PART`] doubling to [`MAX_PART`], each issued when it ends at most
 //! four parts ahead of the reader, while the object's scans together stay
-//! within `max_window` (half the span cache) ahead of their readers. A read
+//! within `max_window` (half the page cache) ahead of their readers. A read
 //! that continues no scan starts a new one in place of the least recently
 //! used: that scan is forgotten, and its parts in flight land in the span
 //! cache (they are never aborted: another reader may be waiting for them).
@@ -55,16 +55,16 @@ impl Scan {
 }
 
 /// The read-ahead state of one object.
-pub struct Ahead {
+pub struct ReadAhead {
     scans: Vec<Scan>,
     max_window: u64,
     clock: u64,
 }
 
-impl Ahead {
+impl ReadAhead {
     /// No scans yet; never more than `max_window` bytes ahead in total.
     pub fn new(max_window: u64) -> Self {
-        Ahead {
+        ReadAhead {
             scans: Vec::new(),
             max_window: max_window.max(FIRST_PART),
             clock: 0,
@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn an_open_never_starts_read_ahead() {
         // A frame's open: header fields, metalayers, trailer, offsets.
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         let size = 100 * MIB;
         for (o, l) in [
             (0, 128),
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_random_read_never_starts_read_ahead() {
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         // chunk head then one block, at places far apart
         for at in [
             500 * MIB,
@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_scan_opens_a_growing_window_of_parts() {
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         let size = 1 << 40;
         let mut off = 0;
         let mut got = Vec::new();
@@ -213,7 +213,7 @@ mod tests {
     /// chunk it reads.
     #[test]
     fn scans_held_back_by_the_budget_ask_for_whole_parts() {
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         let size = 1 << 40;
         let (mut x, mut y) = (0, 500 * MIB);
         let mut got = Vec::new();
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn the_window_respects_its_cap_and_the_object_end() {
-        let mut a = Ahead::new(2 * MIB);
+        let mut a = ReadAhead::new(2 * MIB);
         let mut got = Vec::new();
         for i in 0..8 {
             got.extend(a.on_read(i * MIB, MIB, 5 * MIB + 7));
@@ -257,7 +257,7 @@ mod tests {
         // A frame's open reads its header, its trailer, then its chunk
         // offsets near the start; a scan from the start must still get its
         // read-ahead.
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         let size = 6 * MIB;
         a.on_read(0, 128, size);
         a.on_read(size - 240, 240, size);
@@ -271,7 +271,7 @@ mod tests {
 
     #[test]
     fn random_reads_between_do_not_break_a_scan() {
-        let mut a = Ahead::new(32 * MIB);
+        let mut a = ReadAhead::new(32 * MIB);
         let size = 1 << 40;
         let mut got = Vec::new();
         for i in 0..64 {
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn two_scans_share_the_window() {
-        let mut a = Ahead::new(16 * MIB);
+        let mut a = ReadAhead::new(16 * MIB);
         let size = 1 << 40;
         let (mut x, mut y) = (Vec::new(), Vec::new());
         for i in 0..64 {
@@ -303,7 +303,7 @@ mod tests {
         assert!(x.last().unwrap().end > 64 * MIB, "{x:?}");
         assert!(y.last().unwrap().end > (1 << 30) + 64 * MIB, "{y:?}");
         // Out of order reads stay in their scan.
-        let mut b = Ahead::new(32 * MIB);
+        let mut b = ReadAhead::new(32 * MIB);
         let mut n = 0;
         for i in [0, 1, 2, 3, 5, 4, 7, 6, 8] {
             n += b.on_read(i * MIB, MIB, size).len();
