@@ -65,6 +65,7 @@ pub use crate::reply::ReplyDirectory;
 pub use crate::reply::ReplyDirectoryPlus;
 pub use crate::reply::ReplyEmpty;
 pub use crate::reply::ReplyEntry;
+pub use crate::reply::ReplyInterrupt;
 pub use crate::reply::ReplyIoctl;
 pub use crate::reply::ReplyLock;
 pub use crate::reply::ReplyLseek;
@@ -408,6 +409,15 @@ pub trait Filesystem: Send + Sync + 'static {
     /// Clean up filesystem.
     /// Called on filesystem exit.
     fn destroy(&mut self) {}
+
+    /// PATCHED: the kernel asks to interrupt request `unique` (in flight: its
+    /// caller got a signal). Either answer that request (its own reply)
+    /// with `EINTR` and `reply.done()`, or `reply.again()` if `unique` is
+    /// not known yet, or `reply.done()` to ignore it. The default answers
+    /// `ENOSYS`: the kernel then sends no more interrupts.
+    fn interrupt(&self, _req: &Request, _unique: RequestId, reply: ReplyInterrupt) {
+        reply.unsupported();
+    }
 
     /// Look up a directory entry by name and get its attributes.
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

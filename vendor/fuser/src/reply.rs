@@ -14,6 +14,7 @@ use std::time::Duration;
 #[cfg(target_os = "macos")]
 use std::time::SystemTime;
 
+use log::debug;
 use log::error;
 use log::warn;
 
@@ -133,8 +134,15 @@ impl ReplyRaw {
         assert!(self.sender.is_some());
         let sender = self.sender.take().unwrap();
         let res = response.with_iovec(self.unique, |iov| sender.send(iov));
-        if let Err(err) = res {
-            error!("Failed to send FUSE reply: {err}");
+        // PATCHED: ENOENT is a request the kernel no longer waits for (an
+        // interrupt's EAGAIN after its request was answered, or one sent
+        // through another clone of the device than its request came by).
+        match res {
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => {
+                debug!("FUSE reply to {} not taken: {err}", self.unique.0);
+            }
+            Err(err) => error!("Failed to send FUSE reply: {err}"),
+            Ok(()) => {}
         }
     }
     pub(crate) fn send_ll(mut self, response: &impl Response) {
@@ -156,6 +164,39 @@ impl Drop for ReplyRaw {
             );
             self.send_ll_mut(&ll::ResponseErrno(ll::Errno::EIO));
         }
+    }
+}
+
+/// PATCHED: the reply to an INTERRUPT request (see `Filesystem::interrupt`).
+#[derive(Debug)]
+pub struct ReplyInterrupt {
+    reply: ReplyRaw,
+}
+
+impl Reply for ReplyInterrupt {
+    fn new(unique: ll::RequestId, sender: ReplySender) -> ReplyInterrupt {
+        ReplyInterrupt {
+            reply: Reply::new(unique, sender),
+        }
+    }
+}
+
+impl ReplyInterrupt {
+    /// The request is not known yet: the kernel queues the interrupt again
+    /// if the request is still in flight (else it drops it).
+    pub fn again(self) {
+        self.reply.error(Errno::EAGAIN);
+    }
+
+    /// Interrupts are not handled: the kernel sends no more.
+    pub fn unsupported(self) {
+        self.reply.error(Errno::ENOSYS);
+    }
+
+    /// No reply: the request was answered (`EINTR`), or the interrupt is
+    /// ignored.
+    pub fn done(mut self) {
+        self.reply.sender = None;
     }
 }
 

@@ -90,6 +90,8 @@ impl<'a> RequestWithSender<'a> {
                     | ll::Operation::Release(_)
                     | ll::Operation::ReleaseDir(_) => {}
                     ll::Operation::ReadDirPlus(_) => {}
+                    // PATCHED: the kernel sends INTERRUPT with uid 0.
+                    ll::Operation::Interrupt(_) => {}
                     _ => {
                         return Err(Errno::EACCES);
                     }
@@ -114,9 +116,9 @@ impl<'a> RequestWithSender<'a> {
                 return Err(Errno::EIO);
             }
 
-            ll::Operation::Interrupt(_) => {
-                // TODO: handle FUSE_INTERRUPT
-                return Err(Errno::ENOSYS);
+            // PATCHED: handed to the file system (default: ENOSYS as before).
+            ll::Operation::Interrupt(x) => {
+                filesystem.interrupt(self.request_header(), x.unique(), self.reply());
             }
 
             ll::Operation::Lookup(x) => {
