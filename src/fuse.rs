@@ -232,14 +232,18 @@ impl BloscFuse {
         ok: impl FnOnce(R, T),
         undo: impl FnOnce(T),
     ) {
-        let Some(call) = self.calls.start(req.unique().0, reply) else {
+        let unique = req.unique().0;
+        let Some(call) = self.calls.start(unique, reply) else {
             return;
         };
         let r = work();
         match (call.finish(), r) {
             (Some(reply), Ok(v)) => ok(reply, v),
             (Some(reply), Err(e)) => reply.fail(err(e)),
-            (None, Ok(v)) => undo(v),
+            (None, Ok(v)) => {
+                self.trace(format_args!("request {unique} was interrupted: undone"));
+                undo(v)
+            }
             (None, Err(_)) => {}
         }
     }

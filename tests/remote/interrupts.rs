@@ -187,6 +187,11 @@ fn an_interrupted_cat_of_a_held_open_is_released() {
     let log = h.m.log();
     assert!(log.contains("Answered"), "{log}");
     assert!(opened_then_interrupted(&log), "{log}");
+    // Its open ends once released, its handle given back, not to the kernel.
+    wait_for(
+        || h.m.log().contains("was interrupted: undone"),
+        "the interrupted open to be undone",
+    );
     h.serves_on();
 }
 
