@@ -2,13 +2,14 @@
 
 use crate::config::MountArgs;
 use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
+use crate::interrupts::{Answer, InFlight, Outcome};
 use blosc_decode::srcdir::Caller;
 use blosc_decode::Deferred;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
     INodeNo, KernelConfig, LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyXattr,
-    Request,
+    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyInterrupt, ReplyLseek, ReplyOpen, ReplyStatfs,
+    ReplyXattr, Request, RequestId,
 };
 use std::cell::RefCell;
 use std::ffi::OsStr;
@@ -130,7 +131,42 @@ pub struct BloscFuse {
     pub threads: usize,
     /// Our mount, once it is up.
     pub ours: Arc<std::sync::OnceLock<Ours>>,
+    /// Requests that may wait (on a remote server), which an interrupt
+    /// answers `EINTR` at once.
+    pub calls: InFlight,
 }
+
+/// The replies of requests that may wait: each can be answered `EINTR`.
+trait Fails: Answer {
+    fn fail(self, e: Errno);
+}
+
+macro_rules! fails {
+    ($($t:ty),*) => {$(
+        impl Answer for $t {
+            fn interrupted(self) {
+                self.error(Errno::EINTR)
+            }
+        }
+        impl Fails for $t {
+            fn fail(self, e: Errno) {
+                self.error(e)
+            }
+        }
+    )*};
+}
+
+fails!(
+    ReplyAttr,
+    ReplyData,
+    ReplyDirectory,
+    ReplyDirectoryPlus,
+    ReplyEntry,
+    ReplyLseek,
+    ReplyOpen,
+    ReplyStatfs,
+    ReplyXattr
+);
 
 thread_local! {
     static READBUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -183,6 +219,34 @@ impl BloscFuse {
             log::debug!("{what}");
         }
     }
+
+    /// Serve request `req`, which may wait: `work`, then `ok` with its
+    /// result (an error answered as such). Interrupted meanwhile, the
+    /// request is answered `EINTR` at once, and the result the kernel
+    /// never gets goes to `undo`.
+    fn serve<R: Fails, T>(
+        &self,
+        req: &Request,
+        reply: R,
+        work: impl FnOnce() -> Result<T, i32>,
+        ok: impl FnOnce(R, T),
+        undo: impl FnOnce(T),
+    ) {
+        let unique = req.unique().0;
+        let Some(call) = self.calls.start(unique, reply) else {
+            return;
+        };
+        let r = work();
+        match (call.finish(), r) {
+            (Some(reply), Ok(v)) => ok(reply, v),
+            (Some(reply), Err(e)) => reply.fail(err(e)),
+            (None, Ok(v)) => {
+                self.trace(format_args!("request {unique} was interrupted: undone"));
+                undo(v)
+            }
+            (None, Err(_)) => {}
+        }
+    }
 }
 
 impl Filesystem for BloscFuse {
@@ -223,27 +287,45 @@ impl Filesystem for BloscFuse {
         self.fs.forget(ino.0, nlookup);
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn interrupt(&self, _req: &Request, unique: RequestId, reply: ReplyInterrupt) {
+        let o = self.calls.interrupt(unique.0);
+        self.trace(format_args!("interrupt({}): {o:?}", unique.0));
+        match o {
+            Outcome::Again => reply.again(),
+            Outcome::Answered | Outcome::Finished | Outcome::Ignored => reply.done(),
+        }
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         self.trace(format_args!("lookup({}, {name:?})", parent.0));
-        match self.fs.lookup(parent.0, name) {
-            Ok(a) => reply.entry(&TTL, &attr(&a), Generation(0)),
-            Err(e) => reply.error(err(e)),
-        }
+        self.serve(
+            req,
+            reply,
+            || self.fs.lookup(parent.0, name),
+            |reply, a| reply.entry(&TTL, &attr(&a), Generation(0)),
+            |a| self.fs.forget(a.ino, 1),
+        );
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.trace(format_args!("getattr({})", ino.0));
-        match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
-            Ok(a) => reply.attr(&TTL, &attr(&a)),
-            Err(e) => reply.error(err(e)),
-        }
+        self.serve(
+            req,
+            reply,
+            || self.fs.getattr_open(ino.0, fh.map(|f| f.0)),
+            |reply, a| reply.attr(&TTL, &attr(&a)),
+            drop,
+        );
     }
 
-    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
-        match self.fs.readlink(ino.0) {
-            Ok(t) => reply.data(&t),
-            Err(e) => reply.error(err(e)),
-        }
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.serve(
+            req,
+            reply,
+            || self.fs.readlink(ino.0),
+            |reply, t| reply.data(&t),
+            drop,
+        );
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -255,22 +337,25 @@ impl Filesystem for BloscFuse {
             pid: req.pid(),
         };
         let caller = self.check_access.then_some(&caller);
-        match self.fs.open_as(ino.0, write, caller) {
-            Ok((fh, keep)) => {
+        self.serve(
+            req,
+            reply,
+            || self.fs.open_as(ino.0, write, caller),
+            |reply, (fh, keep)| {
                 let f = if keep {
                     FopenFlags::FOPEN_KEEP_CACHE
                 } else {
                     FopenFlags::empty()
                 };
                 reply.opened(FileHandle(fh), f)
-            }
-            Err(e) => reply.error(err(e)),
-        }
+            },
+            |(fh, _)| self.fs.release(fh),
+        );
     }
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -286,13 +371,22 @@ impl Filesystem for BloscFuse {
         // Work that can wait until the reply has gone (caching the rest of
         // a block a small read needed) is left to `later`, run after it.
         let mut later = Deferred::new();
+        let Some(call) = self.calls.start(req.unique().0, reply) else {
+            return;
+        };
         READBUF.with(|b| {
             let mut b = b.borrow_mut();
             let paged = flags.0 & libc::O_DIRECT == 0;
-            match self
+            let r = self
                 .fs
-                .read_request(fh.0, offset, size, paged, &mut b, &mut later)
-            {
+                .read_request(fh.0, offset, size, paged, &mut b, &mut later);
+            let Some(reply) = call.finish() else {
+                if let Ok(Filled::Shared(span, _)) = r {
+                    self.fs.recycle(span);
+                }
+                return;
+            };
+            match r {
                 Ok(Filled::Buf) => reply.data(&b),
                 Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
                 Ok(Filled::Shared(span, r)) => {
@@ -319,52 +413,76 @@ impl Filesystem for BloscFuse {
         reply.ok();
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         self.trace(format_args!("opendir({})", ino.0));
-        match self.fs.opendir(ino.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
-            Err(e) => reply.error(err(e)),
-        }
+        self.serve(
+            req,
+            reply,
+            || self.fs.opendir(ino.0),
+            |reply, fh| reply.opened(FileHandle(fh), FopenFlags::empty()),
+            |fh| self.fs.releasedir(fh),
+        );
     }
 
     fn readdir(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         self.trace(format_args!("readdir({}, {offset})", ino.0));
+        let Some(call) = self.calls.start(req.unique().0, reply) else {
+            return;
+        };
+        // Interrupted, the reply is gone: no more entries.
         let r = self.fs.readdir_at(fh.0, offset, false, |e| {
-            reply.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name)
+            call.with(|r| r.add(INodeNo(e.ino), e.next, file_type(e.kind), e.name))
+                .unwrap_or(true)
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
+        match (call.finish(), r) {
+            (Some(reply), Ok(())) => reply.ok(),
+            (Some(reply), Err(e)) => reply.error(err(e)),
+            (None, _) => {}
         }
     }
 
     fn readdirplus(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        mut reply: ReplyDirectoryPlus,
+        reply: ReplyDirectoryPlus,
     ) {
         self.trace(format_args!("readdirplus({}, {offset})", ino.0));
+        let Some(call) = self.calls.start(req.unique().0, reply) else {
+            return;
+        };
+        // Entries taken, other than `.` and `..`, are lookups: forgotten
+        // again if the kernel never gets them.
+        let mut taken = Vec::new();
         let r = self.fs.readdir_at(fh.0, offset, true, |e| {
             let a = e
                 .attr
                 .as_ref()
                 .map(attr)
                 .expect("readdir_at(plus) gives attributes");
-            reply.add(INodeNo(e.ino), e.next, e.name, &TTL, &a, Generation(0))
+            let dot = e.name == "." || e.name == "..";
+            let full = call
+                .with(|r| r.add(INodeNo(e.ino), e.next, e.name, &TTL, &a, Generation(0)))
+                .unwrap_or(true);
+            if !full && !dot {
+                taken.push(e.ino);
+            }
+            full
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(err(e)),
+        match (call.finish(), r) {
+            (Some(reply), Ok(())) => reply.ok(),
+            (Some(reply), Err(e)) => reply.error(err(e)),
+            (None, Ok(())) => taken.iter().for_each(|&ino| self.fs.forget(ino, 1)),
+            (None, Err(_)) => {}
         }
     }
 
@@ -380,37 +498,34 @@ impl Filesystem for BloscFuse {
         reply.ok();
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        match self.fs.statfs() {
-            Ok(s) => reply.statfs(
-                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
-            ),
-            Err(e) => reply.error(err(e)),
-        }
+    fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.serve(
+            req,
+            reply,
+            || self.fs.statfs(),
+            |reply, s| {
+                reply.statfs(
+                    s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
+                )
+            },
+            drop,
+        );
     }
 
-    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         if !self.xattr {
             return reply.error(Errno::ENOSYS);
         }
-        match self.fs.getxattr(ino.0, name) {
-            Ok(v) if size == 0 => reply.size(v.len() as u32),
-            Ok(v) if v.len() <= size as usize => reply.data(&v),
-            Ok(_) => reply.error(Errno::ERANGE),
-            Err(e) => reply.error(err(e)),
-        }
+        let work = || self.fs.getxattr(ino.0, name);
+        self.serve(req, reply, work, |r, v| xattr_reply(r, &v, size), drop);
     }
 
-    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
         if !self.xattr {
             return reply.error(Errno::ENOSYS);
         }
-        match self.fs.listxattr(ino.0) {
-            Ok(v) if size == 0 => reply.size(v.len() as u32),
-            Ok(v) if v.len() <= size as usize => reply.data(&v),
-            Ok(_) => reply.error(Errno::ERANGE),
-            Err(e) => reply.error(err(e)),
-        }
+        let work = || self.fs.listxattr(ino.0);
+        self.serve(req, reply, work, |r, v| xattr_reply(r, &v, size), drop);
     }
 
     fn flush(
@@ -449,16 +564,29 @@ impl Filesystem for BloscFuse {
 
     fn lseek(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: i64,
         whence: i32,
         reply: ReplyLseek,
     ) {
-        match self.fs.lseek(fh.0, offset, whence) {
-            Ok(o) => reply.offset(o),
-            Err(e) => reply.error(err(e)),
-        }
+        self.serve(
+            req,
+            reply,
+            || self.fs.lseek(fh.0, offset, whence),
+            |reply, o| reply.offset(o),
+            drop,
+        );
+    }
+}
+
+/// An extended attribute's value or a list of names, `v`, for a buffer of
+/// `size` (0: how large it is).
+fn xattr_reply(reply: ReplyXattr, v: &[u8], size: u32) {
+    match v.len() {
+        n if size == 0 => reply.size(n as u32),
+        n if n <= size as usize => reply.data(v),
+        _ => reply.error(Errno::ERANGE),
     }
 }

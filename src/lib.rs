@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod fs;
 pub mod fuse;
+pub mod interrupts;
 pub mod lifecycle;
 pub mod logging;
 pub mod mount;

@@ -165,6 +165,7 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         xattr: m.xattr,
         threads: m.fuse_threads(),
         ours: ours.clone(),
+        calls: Default::default(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
     // is kept and handled (unmount) instead of killing us over a live mount.

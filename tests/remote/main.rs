@@ -11,6 +11,7 @@ mod servers;
 mod counts;
 mod faults;
 mod harness;
+mod interrupts;
 mod listings;
 mod lookups;
 mod matrix;
