@@ -16,7 +16,7 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bloscfs");
 
-/// Every manifest entry of `kind` (all kinds: `None`), with its file's path.
+/// Every manifest entry of `kind` (`None`: every cache), with its file's path.
 fn entries(kind: Option<&str>) -> Vec<(PathBuf, serde_json::Value)> {
     let dir = common::fixture("proxy");
     let mut out = Vec::new();
@@ -26,7 +26,7 @@ fn entries(kind: Option<&str>) -> Vec<(PathBuf, serde_json::Value)> {
         for f in v["fixtures"].as_array().unwrap() {
             let wanted = match kind {
                 Some(k) => f["kind"] == k,
-                None => f["kind"] != "lying",
+                None => f.get("chunks").is_some(),
             };
             if wanted {
                 out.push((dir.join(f["path"].as_str().unwrap()), f.clone()));
@@ -87,7 +87,7 @@ fn counted(f: &serde_json::Value) -> (usize, usize) {
 #[test]
 fn fetched_chunks_read_as_the_proxy_reads_them_the_rest_fail() {
     let all = entries(None);
-    assert_eq!(all.len(), 8);
+    assert_eq!(all.len(), 10);
     let mut missing = 0;
     for (path, f) in &all {
         let probe = blosc_decode::detect::probe_path(path).unwrap().unwrap();
@@ -133,11 +133,21 @@ fn info_counts_fetched_chunks_and_names_the_source() {
         };
         let n = f["nchunks"].as_u64().unwrap();
         let mut want = format!("cache:         {kind}, {whole} of {n} chunks fetched");
+        let source = match f["path"].as_str().unwrap() {
+            p if p.contains("ra-c2-") => "caterva2 http://127.0.0.1:18765/ @public/ds.b2nd",
+            p if p.contains("ra-zarr") => "zarr /",
+            p if p.contains("ra-blocks") => "fsspec /",
+            _ => "-source.b2",
+        };
         if part > 0 {
             want += &format!(" ({part} more in part)");
         }
         assert!(out.contains(&want), "{path:?}: {want:?} not in:\n{out}");
-        assert!(out.contains("cache of:      "), "{path:?}:\n{out}");
+        let line = out.lines().find(|l| l.starts_with("cache of:      "));
+        assert!(
+            line.is_some_and(|l| l.contains(source)),
+            "{path:?}: {source:?} not in:\n{out}"
+        );
     }
 }
 
@@ -192,4 +202,37 @@ fn a_lying_bitmap_is_an_error() {
     let b = fs.lookup(ROOT_INO, OsStr::new("full.npy")).unwrap();
     let (fh, _) = fs.open(b.ino, false).unwrap();
     assert_eq!(fs.read(fh, 0, 4096).unwrap().len(), 4096);
+}
+
+/// A saved C2Array reference (python-blosc2 opens it as a `C2Array` on its
+/// server; the frame itself reads zeros): passed through raw under its own
+/// name, and `info` says where it points, exit 0.
+#[test]
+fn c2array_references_pass_through_raw() {
+    let (path, f) = entries(Some("c2array")).pop().unwrap();
+    assert_eq!(f["opens_as"], "C2Array");
+    assert_eq!(f["raw_reads_zeros"], true);
+    assert!(blosc_decode::detect::probe_path(&path).unwrap().is_none());
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(&path, d.path().join("ref.b2nd")).unwrap();
+    let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
+    assert_eq!(
+        fs.lookup(ROOT_INO, OsStr::new("ref.npy")).err(),
+        Some(libc::ENOENT)
+    );
+    let a = fs.lookup(ROOT_INO, OsStr::new("ref.b2nd")).unwrap();
+    assert_eq!(a.size, f["len"].as_u64().unwrap());
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(sha(&fs.read(fh, 0, 1 << 20).unwrap()), f["sha256"]);
+    let o = Command::new(BIN).arg("info").arg(&path).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for want in [
+        "python-blosc2: c2array (b2o metalayer)".to_string(),
+        "data:          none of its own".to_string(),
+        format!("urlbase:       {}", f["urlbase"].as_str().unwrap()),
+        format!("path:          {}", f["ref_path"].as_str().unwrap()),
+    ] {
+        assert!(out.contains(&want), "{want:?} not in:\n{out}");
+    }
 }

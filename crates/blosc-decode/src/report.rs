@@ -139,7 +139,13 @@ fn cache_source(i: &crate::index::Info) -> Option<String> {
         None => None,
     };
     let kind = text(field(&m, "source_kind").or_else(|| field(&m, "kind")));
-    let place = text(field(&m, "urlpath")).or_else(|| text(field(&m, "local_abspath")));
+    let remote = match (text(field(&m, "urlbase")), text(field(&m, "path"))) {
+        (Some(base), Some(p)) => Some(format!("{base} {p}")),
+        _ => None,
+    };
+    let place = text(field(&m, "urlpath"))
+        .or_else(|| text(field(&m, "local_abspath")))
+        .or(remote);
     match (kind, place) {
         (Some(k), Some(p)) => Some(format!("{k} {p}")),
         (None, Some(p)) => Some(p),
