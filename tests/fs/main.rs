@@ -10,6 +10,7 @@ mod docs;
 mod fs;
 mod fs_sizes;
 mod npy_writers;
+mod proxy_caches;
 mod saved_kinds;
 mod source_tree;
 mod stores;

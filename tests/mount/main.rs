@@ -10,5 +10,6 @@ mod ahead;
 mod lifecycle;
 mod longpath;
 mod mount;
+mod proxy;
 mod security;
 mod stores;

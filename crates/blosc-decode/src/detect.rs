@@ -258,7 +258,11 @@ pub fn open_source(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<Optio
 /// Wrap an index in a container with the right view (`.npy` for arrays).
 fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
     let view = npy_view(&index.info, path);
+    let cache = cache_of(&index.info).map_err(|e| e.in_file(path))?;
     let mut c = Container::new(path, index, env.clone())?;
+    if let Some(cache) = cache {
+        c.set_cache(cache);
+    }
     c.refine_info();
     match view {
         Some(Ok(v)) => c.with_view(v).in_file(path),
@@ -268,6 +272,19 @@ fn finish(path: &Path, index: Index, env: &Env) -> Result<Container> {
         }
         None => Ok(c),
     }
+}
+
+/// What a cache of another array (python-blosc2's `Proxy` and
+/// `RemoteArray` caches) holds, by its metalayers; `None` for any other
+/// container. A bitmap that does not fit the chunk count is an error.
+fn cache_of(info: &Info) -> Result<Option<crate::container::Cache>> {
+    use crate::format::proxy;
+    let Some(kind) = proxy::cache_kind(&info.metalayers) else {
+        return Ok(None);
+    };
+    let fetched = proxy::fetched(&info.vlmetalayers, info.nchunks)
+        .map_err(|e| crate::Error::corrupt(format!("{kind}: {e}")))?;
+    Ok(Some(crate::container::Cache { kind, fetched }))
 }
 
 /// The view of an N-dimensional array, if the container is one: `.npy`

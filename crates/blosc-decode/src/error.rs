@@ -21,6 +21,9 @@ pub enum ErrorKind {
     /// A source file changed (rewritten or cut in place) since it was
     /// opened: what was read of it may be another version's bytes.
     Changed,
+    /// The container does not hold these bytes: a cache's chunk or block
+    /// that was never fetched from its source.
+    Missing,
 }
 
 #[derive(Debug, Clone)]

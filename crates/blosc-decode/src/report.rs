@@ -52,6 +52,7 @@ pub fn render_info(c: &Container, chunks: bool) -> String {
         let _ = writeln!(s, "npy size:      {}", c.len());
     }
     tensor_line(i, &mut s);
+    cache_line(c, &mut s);
     for (k, v) in &i.extra {
         let _ = writeln!(s, "{:<15}{}", format!("{k}:"), v);
     }
@@ -81,6 +82,75 @@ fn tensor_line(i: &crate::index::Info, s: &mut String) {
             Ok(t) => _ = writeln!(s, "saved tensor:  {} (shape {:?})", t.kind, t.numpy.shape),
             Err(e) => _ = writeln!(s, "saved tensor:  unreadable ({e})"),
         }
+    }
+}
+
+/// What a python-blosc2 cache holds of its source, and where that is.
+fn cache_line(c: &Container, s: &mut String) {
+    let (Some(cache), Some(n)) = (c.cache(), c.fetched_count()) else {
+        return;
+    };
+    let part = if n.partly > 0 {
+        format!(" ({} more in part)", n.partly)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "cache:         {}, {} of {} chunks fetched{part}; reads of the rest fail",
+        cache.kind, n.whole, n.nchunks
+    );
+    if let Some(src) = cache_source(c.info()) {
+        let _ = writeln!(s, "cache of:      {src}");
+    }
+}
+
+/// Where a cache's source is: the `proxy-source` metalayer's kind and
+/// path or URL, or a RemoteArray's `source` (its `b2o` vlmetalayer).
+fn cache_source(i: &crate::index::Info) -> Option<String> {
+    use crate::format::msgpack::{Reader, Val};
+    let find = |v: &[(String, Vec<u8>)], name: &str| {
+        v.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone())
+    };
+    let (bytes, inner) = match find(&i.metalayers, crate::format::proxy::SOURCE_META) {
+        Some(b) => (b, None),
+        None => (find(&i.vlmetalayers, "b2o")?, Some("source")),
+    };
+    let v = Reader::new(&bytes).read().ok()?;
+    fn field<'a>(m: &Val<'a>, key: &str) -> Option<Val<'a>> {
+        match m {
+            Val::Map(m) => m
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v.clone()),
+            _ => None,
+        }
+    }
+    let m = match inner {
+        Some(key) => field(&v, key)?,
+        None => v,
+    };
+    let text = |v: Option<Val>| match v {
+        Some(Val::Array(items)) => {
+            let t: Vec<&str> = items.iter().filter_map(|x| x.as_str()).collect();
+            (!t.is_empty()).then(|| t.join(" "))
+        }
+        Some(v) => v.as_str().map(str::to_string),
+        None => None,
+    };
+    let kind = text(field(&m, "source_kind").or_else(|| field(&m, "kind")));
+    let remote = match (text(field(&m, "urlbase")), text(field(&m, "path"))) {
+        (Some(base), Some(p)) => Some(format!("{base} {p}")),
+        _ => None,
+    };
+    let place = text(field(&m, "urlpath"))
+        .or_else(|| text(field(&m, "local_abspath")))
+        .or(remote);
+    match (kind, place) {
+        (Some(k), Some(p)) => Some(format!("{k} {p}")),
+        (None, Some(p)) => Some(p),
+        (Some(k), None) => Some(k),
+        (None, None) => None,
     }
 }
 

@@ -74,12 +74,14 @@ impl Container {
                 typesize,
                 value,
             } => {
+                self.check_fetched(ci, a, out.len() as u64, None)?;
                 self.fill_special(*kind, *typesize as usize, value, a, out);
                 return Ok(());
             }
             ChunkLoc::Stored { src, offset, .. } => (*src, *offset),
         };
         let layout = self.layout(ci)?;
+        self.check_fetched(ci, a, out.len() as u64, Some(&layout))?;
         if let Some(kind) = layout.special {
             let ts = layout.header.typesize as usize;
             self.fill_special(kind, ts, &layout.value, a, out);

@@ -214,6 +214,8 @@ impl Container {
         };
         let l = &ctx.layout;
         let i = l.block_at(p.raw - entry.uoff);
+        self.check_fetched(ci, p.raw - entry.uoff, p.len as u64, Some(l))
+            .map_err(|e| e.in_chunk(entry.chunk).in_file(&self.path))?;
         let start = entry.uoff + l.block_start(i);
         let end = start + l.block_len(i) as u64;
         let n = short[g..].partition_point(|q| q.raw + q.len as u64 <= end);

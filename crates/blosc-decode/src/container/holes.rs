@@ -57,13 +57,13 @@ impl Container {
 
     /// Is chunk `ci` (table entry `e`) all zeros: a special zero chunk, or
     /// a stored chunk whose header says so (read now if `read`, else only
-    /// if it was read already)?
+    /// if it was read already), and not a cache's chunk never fetched?
     fn zero_chunk(&self, ci: usize, e: &ChunkEntry, read: bool) -> bool {
         let special = match &e.loc {
             ChunkLoc::Special { kind, .. } => Some(*kind),
             ChunkLoc::Stored { .. } if read => self.layout(ci).ok().and_then(|l| l.special),
             ChunkLoc::Stored { .. } => self.loaded_layout(ci).and_then(|l| l.special),
         };
-        special.is_some_and(|k| k.is_zeros())
+        special.is_some_and(|k| k.is_zeros()) && self.entry_fetched(ci)
     }
 }

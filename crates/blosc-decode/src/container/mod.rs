@@ -24,6 +24,7 @@ use std::sync::{Arc, OnceLock};
 mod blocks;
 mod chunk;
 mod env;
+mod fetched;
 mod gather;
 mod holes;
 mod source_io;
@@ -32,6 +33,7 @@ mod table;
 mod view;
 
 pub use env::{Env, DEFAULT_CACHE_SIZE, DEFAULT_DECODE_AHEAD};
+pub use fetched::{Cache, Count};
 pub use spans::{Served, Stream};
 pub use view::View;
 
@@ -79,6 +81,9 @@ pub struct Container {
     /// The array's block shape from its `b2nd` (or `caterva`) metalayer,
     /// given to each chunk layout for the codecs that need it (ZFP).
     block_shape: Option<Arc<[u64]>>,
+    /// What it holds, if it is a cache holding only some of its chunks
+    /// (`fetched.rs`).
+    cache: Option<Cache>,
 }
 
 impl Container {
@@ -103,6 +108,7 @@ impl Container {
             src_end: Arc::new(AtomicU64::new(0)),
             hinted: AtomicBool::new(false),
             block_shape,
+            cache: None,
         })
     }
 

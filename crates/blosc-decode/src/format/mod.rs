@@ -6,6 +6,7 @@ pub mod chunk;
 pub mod frame;
 pub mod msgpack;
 pub mod packed;
+pub mod proxy;
 pub mod pylit;
 pub mod tensor;
 pub mod vlblocks;
