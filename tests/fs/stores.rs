@@ -192,6 +192,17 @@ fn embed_store_is_a_directory_of_its_keys() {
     }
 }
 
+/// A key whose range runs past the store's content is left out; the rest
+/// are shown.
+#[test]
+fn embed_store_key_past_its_content_is_left_out() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        let top = lookup(&fs, "lying.b2e");
+        assert_eq!(common::names(&fs, top.ino), [".", "..", "ok.npy"]);
+    }
+}
+
 /// A `.b2d` shows its embedded keys beside the external leaves, and not
 /// its `embed.b2e`; the external `x.b2nd` hides the embedded `/x`.
 #[test]
