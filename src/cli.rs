@@ -100,20 +100,23 @@ fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     }
 }
 
-/// `path` made absolute, if it leads through a `.b2z` store (a member).
+/// `path` made absolute, if it leads through a `.b2z` or `.b2e` store (a
+/// member, a key), or to a key embedded in a `.b2d` store.
 fn in_store(path: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(path).ok()?;
     let parent = abs.parent()?;
-    parent
-        .ancestors()
-        .any(|a| a.as_os_str().as_encoded_bytes().ends_with(b".b2z") && a.is_file())
-        .then_some(abs)
+    let store = |a: &Path| {
+        let name = a.as_os_str().as_encoded_bytes();
+        ((name.ends_with(b".b2z") || name.ends_with(b".b2e")) && a.is_file())
+            || (name.ends_with(b".b2d") && a.is_dir() && !abs.exists())
+    };
+    parent.ancestors().any(store).then_some(abs)
 }
 
 /// Open the store member at `abs` as the mount would.
 fn open_member(abs: &Path, env: &Env) -> blosc_decode::Result<Option<Container>> {
     let local = std::sync::Arc::new(crate::fs::LocalTree::new(PathBuf::from("/")));
-    let tree = crate::fs::StoreTree::new(local);
+    let tree = crate::fs::StoreTree::new(local, env.clone());
     let md = tree.stat(abs).map_err(Error::from)?;
     tree.open_container(abs, &md, env)
 }

@@ -224,9 +224,9 @@ impl Fs {
 
     /// The presented tree of `tree`.
     pub fn with_tree(tree: Arc<dyn SourceTree>, opts: &FsOptions) -> std::io::Result<Fs> {
-        let tree: Arc<dyn SourceTree> = Arc::new(stores::StoreTree::new(tree));
-        let root = tree.root().to_path_buf();
         let env = opts.env();
+        let tree: Arc<dyn SourceTree> = Arc::new(stores::StoreTree::new(tree, env.clone()));
+        let root = tree.root().to_path_buf();
         let root_dev = tree.stat_follow(&root)?.dev;
         Ok(Fs {
             tree,

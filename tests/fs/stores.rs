@@ -4,7 +4,10 @@
 //! a metalayer and a vlmetalayer of one name are two attributes, each
 //! holding its own value; a `.b2z` store is a directory of its members,
 //! each file the manifest lists presented with the bytes python-blosc2
-//! reads there; a member not stored in place is listed and reads fail.
+//! reads there; a member not stored in place is listed and reads fail;
+//! an EmbedStore (`.b2e`) is a directory of its keys, and a DictStore
+//! (`.b2d`, `.b2z`) shows the keys of its `embed.b2e` beside its external
+//! leaves, an external leaf winning over an embedded one of the same key.
 
 use crate::common;
 use bloscfs::fs::{Fs, FsOptions, Kind, ROOT_INO};
@@ -120,7 +123,7 @@ fn store_members_are_listed_and_deflated_ones_fail() {
         assert_eq!(top.kind, Kind::Dir);
         assert_eq!(
             common::names(&fs, top.ino),
-            [".", "..", "a.npy", "embed.b2e", "grp", "s"]
+            [".", "..", "a.npy", "grp", "s", "tiny.npy"]
         );
         let d = lookup(&fs, "deflated.b2z");
         assert_eq!(d.kind, Kind::Dir);
@@ -171,5 +174,105 @@ fn cat_and_info_read_members_in_place() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success() && err.contains("not stored"), "{err}");
+    }
+}
+
+/// The sorted names of the directory presented at `rel`.
+fn listed(fs: &Fs, rel: &str) -> Vec<String> {
+    common::names(fs, lookup(fs, rel).ino)
+}
+
+#[test]
+fn embed_store_is_a_directory_of_its_keys() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        assert_eq!(lookup(&fs, "embed.b2e").kind, Kind::Dir);
+        assert_eq!(listed(&fs, "embed.b2e"), [".", "..", "big.npy", "grp", "s"]);
+        assert_eq!(listed(&fs, "embed.b2e/grp"), [".", "..", "c.npy"]);
+    }
+}
+
+/// A key whose range runs past the store's content is left out; the rest
+/// are shown.
+#[test]
+fn embed_store_key_past_its_content_is_left_out() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        assert_eq!(listed(&fs, "lying.b2e"), [".", "..", "ok.npy"]);
+    }
+}
+
+/// A `.b2d` shows its embedded keys beside the external leaves, and not
+/// its `embed.b2e`; the external `x.b2nd` hides the embedded `/x`.
+#[test]
+fn dict_directory_shows_its_embedded_keys() {
+    for dir in writers() {
+        let fs = fs_of(&dir);
+        assert_eq!(
+            listed(&fs, "dict.b2d"),
+            [".", "..", "a.npy", "grp", "tiny.npy", "x.npy"]
+        );
+        assert_eq!(listed(&fs, "dict.b2d/grp"), [".", "..", "b.npy", "t2.npy"]);
+        let top = lookup(&fs, "dict.b2d");
+        for hidden in ["embed.b2e", "x"] {
+            assert_eq!(
+                fs.lookup(top.ino, OsStr::new(hidden)).err(),
+                Some(libc::ENOENT),
+                "{hidden}"
+            );
+        }
+    }
+}
+
+/// An EmbedStore that cannot be read is a file: one that is not a frame
+/// reads as its bytes, a frame cut short fails like any damaged container.
+#[test]
+fn unreadable_embed_store_passes_through_as_a_file() {
+    let dir = writers().pop().unwrap();
+    let whole = std::fs::read(dir.join("embed.b2e")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("cut.b2e"), &whole[..whole.len() / 2]).unwrap();
+    std::fs::write(tmp.path().join("text.b2e"), b"not a store").unwrap();
+    let fs = Fs::new(tmp.path(), &FsOptions::default()).unwrap();
+    let a = lookup(&fs, "text.b2e");
+    assert_eq!(a.kind, Kind::File);
+    let (fh, _) = fs.open(a.ino, false).unwrap();
+    assert_eq!(fs.read(fh, 0, 100).unwrap(), b"not a store");
+    fs.release(fh);
+    let a = lookup(&fs, "cut.b2e");
+    assert_eq!(a.kind, Kind::File);
+    assert_eq!(fs.open(a.ino, false).err(), Some(libc::EIO));
+}
+
+/// `bloscfs cat` reads an embedded key by its path in the store.
+#[test]
+fn cat_reads_embedded_keys() {
+    let bin = env!("CARGO_BIN_EXE_bloscfs");
+    for dir in writers() {
+        let m = manifest(&dir);
+        for (source, presented) in [
+            ("embed.b2e/big", "embed.b2e/big.npy"),
+            ("dict.b2d/tiny", "dict.b2d/tiny.npy"),
+            ("dict.b2z/tiny", "dict.b2z/tiny.npy"),
+        ] {
+            let want = m["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["presented"] == presented)
+                .unwrap();
+            let o = std::process::Command::new(bin)
+                .arg("cat")
+                .arg(dir.join(source))
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{source}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let sha = format!("{:x}", Sha256::digest(&o.stdout));
+            assert_eq!(sha, want["sha256"].as_str().unwrap(), "{source}");
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! `.b2z` stores through a real mount: each store a directory, its members
-//! read as python-blosc2 reads them (the manifest of
+//! python-blosc2's stores through a real mount: each `.b2z` and `.b2e` a
+//! directory, a `.b2d` showing its embedded keys, every leaf read as
+//! python-blosc2 reads it (the manifest of
 //! scripts/fixtures/gen_store_fixtures.py), a deflated member EIO with a
 //! log line naming it, the rest of the mount still served.
 
@@ -18,7 +19,7 @@ fn store_members_read_through_the_mount() {
         .find(|p| p.join("manifest.json").is_file())
         .unwrap();
     let m = Mount::prepare();
-    for f in ["dict.b2z", "deflated.b2z"] {
+    for f in ["dict.b2z", "deflated.b2z", "embed.b2e", "dict.b2d"] {
         copy(&fixtures.join(f), &m.src().join(f));
     }
     let (mut m, log) = m.mount_logged(&[]);
@@ -28,7 +29,10 @@ fn store_members_read_through_the_mount() {
     let mut read = 0;
     for f in manifest["files"].as_array().unwrap() {
         let rel = f["presented"].as_str().unwrap();
-        if !rel.starts_with("dict.b2z/") {
+        if !["dict.b2z/", "embed.b2e/", "dict.b2d/"]
+            .iter()
+            .any(|p| rel.starts_with(p))
+        {
             continue;
         }
         let got = std::fs::read(mp.join(rel)).unwrap();
@@ -36,8 +40,15 @@ fn store_members_read_through_the_mount() {
         assert_eq!(sha, f["sha256"].as_str().unwrap(), "{rel}");
         read += 1;
     }
-    assert_eq!(read, 3, "members of dict.b2z in the manifest");
+    assert_eq!(read, 12, "leaves of the stores in the manifest");
     assert!(mp.join("dict.b2z/grp").is_dir());
+    assert!(mp.join("embed.b2e/grp").is_dir());
+    let mut names: Vec<_> = std::fs::read_dir(mp.join("dict.b2d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.npy", "grp", "tiny.npy", "x.npy"]);
     let err = std::fs::read(mp.join("deflated.b2z/a.b2nd")).unwrap_err();
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     assert!(std::fs::read(mp.join("grid.npy")).is_ok());

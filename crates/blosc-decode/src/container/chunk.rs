@@ -235,10 +235,20 @@ impl ChunkCtx {
         let len = (l.extents[j as usize].end as u64 - span_start) as usize;
         let at = self.offset + span_start;
         READBUF.with(|rb| {
-            let mut rb = rb.borrow_mut();
-            let (span, direct) = self
-                .source
-                .read_span(at, len, self.access(at, len), &mut rb)?;
+            // Taken already: the source reads through another container on
+            // this thread (a leaf of an EmbedStore); this read gets its own.
+            let (mut own, mut kept);
+            let rb: &mut Vec<u8> = match rb.try_borrow_mut() {
+                Ok(b) => {
+                    kept = b;
+                    &mut kept
+                }
+                Err(_) => {
+                    own = Vec::new();
+                    &mut own
+                }
+            };
+            let (span, direct) = self.source.read_span(at, len, self.access(at, len), rb)?;
             Stats::add(&self.env.stats.source_bytes_read, len as u64);
             if direct {
                 Stats::add(&self.env.stats.source_direct_reads, 1);

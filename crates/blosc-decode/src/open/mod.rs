@@ -2,6 +2,7 @@
 //! produce the format-neutral `Index`.
 
 pub mod bloscpack;
+pub mod embed;
 pub mod frame;
 pub mod packed;
 pub mod store;
