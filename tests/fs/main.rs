@@ -13,3 +13,4 @@ mod npy_writers;
 mod saved_kinds;
 mod source_tree;
 mod stores;
+mod zarr;
