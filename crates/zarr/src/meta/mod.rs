@@ -94,15 +94,24 @@ impl ArrayMeta {
     /// Parse and validate an array's metadata document: `.zarray` when
     /// `v2`, else `zarr.json`.
     pub fn parse(text: &[u8], v2: bool) -> Result<ArrayMeta> {
+        ArrayMeta::parse_node(text, v2)?
+            .ok_or_else(|| Error::unsupported("a zarr.json of a group, not an array"))
+    }
+
+    /// [`ArrayMeta::parse`], with `Ok(None)` for a v3 group's `zarr.json`.
+    pub fn parse_node(text: &[u8], v2: bool) -> Result<Option<ArrayMeta>> {
         let doc: Value = serde_json::from_slice(text)
             .map_err(|e| Error::corrupt(format!("metadata is not JSON: {e}")))?;
+        if !v2 && doc.get("node_type").and_then(Value::as_str) == Some("group") {
+            return Ok(None);
+        }
         let m = if v2 {
             v2::parse(&doc)?
         } else {
             v3::parse(&doc)?
         };
         m.check()?;
-        Ok(m)
+        Ok(Some(m))
     }
 
     /// The checks every size rests on.

@@ -8,6 +8,14 @@ fn v3(doc: &str) -> Result<ArrayMeta> {
     ArrayMeta::parse(doc.as_bytes(), false)
 }
 
+/// Each document of `cases` refused by `parse` with an error naming its word.
+fn refused(parse: fn(&str) -> Result<ArrayMeta>, cases: &[(String, &str)]) {
+    for (doc, word) in cases {
+        let e = parse(doc).unwrap_err();
+        assert!(e.reason.contains(word), "{word}: {e}");
+    }
+}
+
 const V2: &str = r#"{"zarr_format": 2, "shape": [10, 7], "chunks": [4, 3],
   "dtype": "<i4", "order": "C", "fill_value": -1, "filters": null,
   "compressor": {"id": "blosc", "cname": "lz4"}}"#;
@@ -33,10 +41,7 @@ fn v2_refusals_name_what_they_refuse() {
         (V2.replace("\"C\"", "\"F\""), "order"),
         (V2.replace("<i4", "|O"), "|O"),
     ];
-    for (doc, word) in cases {
-        let e = v2(&doc).unwrap_err();
-        assert!(e.reason.contains(word), "{word}: {e}");
-    }
+    refused(v2, &cases);
 }
 
 #[test]
@@ -87,8 +92,5 @@ fn v3_refusals_name_what_they_refuse() {
         (V3.replace("\"regular\"", "\"rectilinear\""), "rectilinear"),
         (V3.replace("\"array\"", "\"group\""), "group"),
     ];
-    for (doc, word) in cases {
-        let e = v3(&doc).unwrap_err();
-        assert!(e.reason.contains(word), "{word}: {e}");
-    }
+    refused(v3, &cases);
 }

@@ -3,14 +3,19 @@
 //! `.zattrs`, `.zmetadata` or `zarr.json`, at any depth) passes through as
 //! its raw bytes: a store's chunks are Blosc (or zstd...) chunks that
 //! zarr-python reads itself, and decoding them in place would break it.
+//! Each array is also shown as a `.npy` file beside its directory
+//! ([`npy`]).
+
+mod npy;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
 use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
 use blosc_decode::io::{Source, Stamp};
+use bloscfs_zarr::ZarrArray;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +32,8 @@ pub struct ZarrTree {
     /// Whether each directory looked at holds a marker, with the
     /// directory's stamp when it was looked at.
     marked: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
+    /// Array directories looked at.
+    arrays: Mutex<npy::Kept>,
 }
 
 impl ZarrTree {
@@ -34,6 +41,7 @@ impl ZarrTree {
         ZarrTree {
             inner,
             marked: Mutex::new(HashMap::new()),
+            arrays: Mutex::new(HashMap::new()),
         }
     }
 
@@ -71,6 +79,58 @@ impl ZarrTree {
     }
 }
 
+impl ZarrTree {
+    /// The array directory a `.npy` path that is not in the source stands
+    /// for, with the metadata of that `.npy`.
+    fn array_of(&self, path: &Path) -> Option<(PathBuf, Meta)> {
+        npy::candidates(path)
+            .into_iter()
+            .find_map(|dir| self.array_at(&dir).map(|md| (dir, md)))
+    }
+
+    /// The metadata of the `.npy` of the array at `dir`, if it is one.
+    fn array_at(&self, dir: &Path) -> Option<Meta> {
+        let md = self.inner.stat(dir).ok().filter(Meta::is_dir)?;
+        let len = npy::npy_len(self.inner.as_ref(), &mut self.arrays.lock(), dir)?;
+        Some(npy::npy_meta(&md, len))
+    }
+
+    /// `path`'s metadata from the source, else as an array's `.npy`.
+    fn stat_with(
+        &self,
+        path: &Path,
+        stat: impl Fn(&Path) -> std::io::Result<Meta>,
+    ) -> std::io::Result<Meta> {
+        match stat(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.array_of(path) {
+                Some((_, md)) => Ok(md),
+                None => Err(e),
+            },
+            r => r,
+        }
+    }
+
+    /// The `.npy` names of the arrays among `names` (entries of `dir`),
+    /// but none a real entry has. `NAME.zarr` takes `NAME.npy` before
+    /// `NAME`, as [`ZarrTree::array_of`] looks them up.
+    fn npy_names(&self, dir: &Path, names: &[OsString]) -> Vec<OsString> {
+        let taken: HashSet<&OsString> = names.iter().collect();
+        let mut added = Vec::new();
+        for n in names {
+            let shown = npy::npy_name(n);
+            let mut zarr = n.clone();
+            zarr.push(".zarr");
+            if taken.contains(&shown) || taken.contains(&zarr) {
+                continue;
+            }
+            if self.array_at(&dir.join(n)).is_some() {
+                added.push(shown);
+            }
+        }
+        added
+    }
+}
+
 impl SourceTree for ZarrTree {
     fn root(&self) -> &Path {
         self.inner.root()
@@ -81,15 +141,18 @@ impl SourceTree for ZarrTree {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
-        self.inner.list(dir)
+        let mut names = self.inner.list(dir)?;
+        let more = self.npy_names(dir, &names);
+        names.extend(more);
+        Ok(names)
     }
 
     fn stat(&self, path: &Path) -> std::io::Result<Meta> {
-        self.inner.stat(path)
+        self.stat_with(path, |p| self.inner.stat(p))
     }
 
     fn stat_follow(&self, path: &Path) -> std::io::Result<Meta> {
-        self.inner.stat_follow(path)
+        self.stat_with(path, |p| self.inner.stat_follow(p))
     }
 
     fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
@@ -97,7 +160,7 @@ impl SourceTree for ZarrTree {
     }
 
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
-        if self.in_store(path) {
+        if self.in_store(path) || self.inner.stat(path).is_err() {
             return Ok(None);
         }
         self.inner.probe(path, meta)
@@ -120,7 +183,27 @@ impl SourceTree for ZarrTree {
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
-        self.inner.open_plain(path)
+        match self.inner.open_plain(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            r => return r,
+        }
+        let (dir, meta) = self
+            .array_of(path)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+        let store = npy::TreeStore {
+            tree: self.inner.clone(),
+            dir,
+        };
+        let array = ZarrArray::open(Arc::new(store)).map_err(|e| {
+            log::warn!("{}: {e}", path.display());
+            std::io::Error::from_raw_os_error(e.errno())
+        })?;
+        let file = npy::NpyFile {
+            array,
+            meta: meta.clone(),
+            path: path.to_path_buf(),
+        };
+        Ok((Box::new(file), meta))
     }
 
     fn dir_container_access(&self, path: &Path, meta: &Meta) -> (u16, u64) {
