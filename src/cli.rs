@@ -173,7 +173,8 @@ fn parse_cat(args: &[String]) -> Result<Option<CatArgs>, String> {
             "-h" | "--help" => {
                 println!(
                     "{CAT_USAGE}\nWrites the uncompressed bytes of FILE (or the window given) to stdout.\n\
-                     --raw: for arrays, the stored chunk content instead of the .npy file.\n\
+                     --raw: for arrays, the stored chunk content instead of the .npy file\n\
+                     (for a Zarr array directory, its C-order values).\n\
                      --no-verify: do not verify Bloscpack checksums.\n\
                      -o OPTIONS: a remote FILE's options (see bloscfs --help).\n\
                      --stats: print a remote FILE's request counts to stderr."
@@ -210,6 +211,9 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     let Some(a) = parse_cat(args)? else {
         return Ok(());
     };
+    if let Some(dir) = zarr_dir(&a.file) {
+        return cat_zarr(&dir, &a);
+    }
     // Windows are decoded on all CPUs below: no decode-ahead pool.
     let mut env = Env::with_workers(64 << 20, 0);
     env.verify_checksums = a.verify;
@@ -332,6 +336,9 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
         print!("{text}");
         return Ok(());
     }
+    if let Some(dir) = zarr_dir(&file) {
+        return info_zarr(&dir);
+    }
     let env = Env::new(16 << 20);
     let t = open_target(&file, &remote, &env)?;
     print!(
@@ -341,5 +348,79 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     if stats {
         print_stats(t.remote.as_ref());
     }
+    Ok(())
+}
+
+/// `path`, if it is a local Zarr array's directory (holding `.zarray` or
+/// `zarr.json`).
+fn zarr_dir(path: &Path) -> Option<PathBuf> {
+    if Location::parse(&path.to_string_lossy()).is_some() || !path.is_dir() {
+        return None;
+    }
+    [bloscfs_zarr::ZARRAY, bloscfs_zarr::ZARR_JSON]
+        .iter()
+        .any(|f| path.join(f).is_file())
+        .then(|| path.to_path_buf())
+}
+
+fn open_zarr(dir: &Path) -> Result<bloscfs_zarr::ZarrArray, String> {
+    let store = std::sync::Arc::new(bloscfs_zarr::DirStore::new(dir));
+    bloscfs_zarr::ZarrArray::open(store)
+        .map_err(|e| format!("{}: Zarr array not read: {e}", dir.display()))
+}
+
+/// `bloscfs cat` of a Zarr array: its `.npy` file (`--raw`: the C-order
+/// values alone), or the window asked of it.
+fn cat_zarr(dir: &Path, a: &CatArgs) -> Result<(), String> {
+    let z = open_zarr(dir)?;
+    let (skip, len) = match a.raw {
+        true => (z.npy_header().len() as u64, z.meta().data_bytes()),
+        false => (0, z.npy_len()),
+    };
+    let end = a
+        .length
+        .map_or(len, |l| a.offset.saturating_add(l).min(len));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut at = a.offset.min(end);
+    while at < end {
+        let n = ((end - at) as usize).min(buf.len());
+        let got = z
+            .read_npy_at(skip + at, &mut buf[..n])
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        match out.write_all(&buf[..got]) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            r => r.map_err(|e| format!("writing stdout: {e}"))?,
+        }
+        if got < n {
+            break;
+        }
+        at += got as u64;
+    }
+    out.flush().map_err(|e| format!("writing stdout: {e}"))
+}
+
+/// `bloscfs info` of a Zarr array.
+fn info_zarr(dir: &Path) -> Result<(), String> {
+    let z = open_zarr(dir)?;
+    let m = z.meta();
+    let dims = |d: &[u64]| {
+        let v: Vec<String> = d.iter().map(u64::to_string).collect();
+        format!("({})", v.join(", "))
+    };
+    println!("{}: Zarr v{} array", dir.display(), m.zarr_format);
+    println!("  shape: {}", dims(&m.shape));
+    println!("  dtype: {}", m.dtype.typestr());
+    println!(
+        "  chunks: {} ({} bytes each)",
+        dims(&m.chunks),
+        m.chunk_bytes()
+    );
+    println!("  fill value: {}", m.fill_text);
+    for c in &m.codec_names {
+        println!("  codec: {c}");
+    }
+    println!("  presented as .npy: {} bytes", z.npy_len());
     Ok(())
 }

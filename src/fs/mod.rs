@@ -6,7 +6,8 @@
 //! regular read-only file of its uncompressed bytes, named after its source
 //! with one known suffix removed (`.b2nd` arrays become `.npy`); a name that
 //! would collide keeps its source name. A `.b2z` store is a directory of its
-//! members ([`stores`]). Everything else passes through.
+//! members ([`stores`]). Every file inside a Zarr store passes through
+//! ([`zarr`]). Everything else passes through.
 
 pub use crate::config::FsOptions;
 use crate::names;
@@ -38,6 +39,7 @@ mod source_tree;
 mod stores;
 mod tree;
 mod xattr;
+mod zarr;
 
 use containers::OpenContainers;
 use dirs::DirHandle;
@@ -50,6 +52,7 @@ pub use remote_tree::RemoteTree;
 pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
 pub use stores::StoreTree;
 pub use xattr::Statfs;
+pub use zarr::ZarrTree;
 
 pub const ROOT_INO: u64 = 1;
 
@@ -226,6 +229,7 @@ impl Fs {
     pub fn with_tree(tree: Arc<dyn SourceTree>, opts: &FsOptions) -> std::io::Result<Fs> {
         let env = opts.env();
         let tree: Arc<dyn SourceTree> = Arc::new(stores::StoreTree::new(tree, env.clone()));
+        let tree: Arc<dyn SourceTree> = Arc::new(zarr::ZarrTree::new(tree));
         let root = tree.root().to_path_buf();
         let root_dev = tree.stat_follow(&root)?.dev;
         Ok(Fs {

@@ -14,3 +14,4 @@ mod proxy_caches;
 mod saved_kinds;
 mod source_tree;
 mod stores;
+mod zarr;

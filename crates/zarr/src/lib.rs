@@ -1,0 +1,32 @@
+//! Zarr arrays (v2 `.zarray`, v3 `zarr.json`, no sharding) read as the
+//! byte ranges of their values in C order, optionally behind a `.npy`
+//! header.
+//!
+//! - [`meta`]: the metadata, parsed by hand over `serde_json` and
+//!   validated (shape, chunk shape, data type, fill value, chunk keys,
+//!   codecs); anything not understood is an `Unsupported` error naming it.
+//! - [`codec`]: the codec pipeline of one chunk (blosc through
+//!   blosc-decode's own decoder, zstd, gzip, zlib, lz4, bytes, crc32c),
+//!   each step's output size known in advance and checked.
+//! - [`grid`]: the regular chunk grid and chunk keys.
+//! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
+//!   decoding only the chunks it touches, through a [`ChunkStore`].
+//! - [`store`]: where chunks come from ([`ChunkStore`]); [`DirStore`], a
+//!   local directory read through blosc-decode's `Source`.
+
+pub mod array;
+pub mod codec;
+mod crc32c;
+pub mod grid;
+pub mod meta;
+pub mod store;
+
+pub use array::ZarrArray;
+pub use blosc_decode::{Error, ErrorKind, Result};
+pub use meta::ArrayMeta;
+pub use store::{ChunkStore, DirStore};
+
+/// The metadata file of a v2 array.
+pub const ZARRAY: &str = ".zarray";
+/// The metadata file of a v3 node.
+pub const ZARR_JSON: &str = "zarr.json";

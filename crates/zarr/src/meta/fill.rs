@@ -1,0 +1,141 @@
+//! Fill values: one element's bytes from the metadata's JSON (a number,
+//! `null`, a boolean, `"NaN"`, `"Infinity"`, `"-Infinity"`, v3's `"0x..."`
+//! bit patterns, `[re, im]` for complex numbers).
+
+use super::DataType;
+use crate::{Error, Result};
+use serde_json::Value;
+
+/// One element of value `v` in `dt`'s presented byte order.
+pub(super) fn bytes(v: &Value, dt: &DataType) -> Result<Vec<u8>> {
+    let bad = || Error::unsupported(format!("fill value {v} for {}", dt.typestr()));
+    let le: Vec<u8> = match (dt.kind, v) {
+        (_, Value::Null) => vec![0; dt.size as usize],
+        (b'b', Value::Bool(b)) => vec![*b as u8],
+        (b'b', Value::Number(n)) if n.as_u64().is_some_and(|x| x <= 1) => {
+            vec![n.as_u64().unwrap_or(0) as u8]
+        }
+        (b'i' | b'u', Value::Number(_)) => int(v, dt).ok_or_else(bad)?,
+        (b'f', _) => float(v, dt.size).ok_or_else(bad)?,
+        (b'c', Value::Array(pair)) if pair.len() == 2 => {
+            let mut out = float(&pair[0], dt.size / 2).ok_or_else(bad)?;
+            out.extend(float(&pair[1], dt.size / 2).ok_or_else(bad)?);
+            out
+        }
+        _ => return Err(bad()),
+    };
+    Ok(if dt.big_endian {
+        swapped(&le, dt.swap_unit() as usize)
+    } else {
+        le
+    })
+}
+
+/// `b` with each `unit` bytes reversed.
+pub(crate) fn swapped(b: &[u8], unit: usize) -> Vec<u8> {
+    b.chunks(unit.max(1))
+        .flat_map(|c| c.iter().rev().copied())
+        .collect()
+}
+
+/// An integer fill value, little-endian, if it is in the type's range.
+fn int(v: &Value, dt: &DataType) -> Option<Vec<u8>> {
+    let bits = dt.size * 8;
+    let x: i128 = match (v.as_i64(), v.as_u64(), v.as_f64()) {
+        (Some(i), _, _) => i as i128,
+        (_, Some(u), _) => u as i128,
+        (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 1e19 => f as i128,
+        _ => return None,
+    };
+    let (lo, hi) = if dt.kind == b'u' {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    };
+    (lo..=hi)
+        .contains(&x)
+        .then(|| x.to_le_bytes()[..dt.size as usize].to_vec())
+}
+
+/// A float fill value of `size` bytes, little-endian.
+fn float(v: &Value, size: u64) -> Option<Vec<u8>> {
+    let x = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => match s.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            hex => return bit_pattern(hex, size),
+        },
+        _ => return None,
+    };
+    Some(match size {
+        2 => f16_bits(x).to_le_bytes().to_vec(),
+        4 => (x as f32).to_le_bytes().to_vec(),
+        8 => x.to_le_bytes().to_vec(),
+        _ => return None,
+    })
+}
+
+/// v3's `"0x7fc00000"`: the value's bits, most significant first.
+fn bit_pattern(s: &str, size: u64) -> Option<Vec<u8>> {
+    let h = s.strip_prefix("0x")?;
+    if h.len() as u64 != size * 2 {
+        return None;
+    }
+    let bits = u64::from_str_radix(h, 16).ok()?;
+    Some(bits.to_le_bytes()[..size as usize].to_vec())
+}
+
+/// `x` as IEEE half precision bits, rounded to nearest even.
+fn f16_bits(x: f64) -> u16 {
+    let f = x as f32;
+    let b = f.to_bits();
+    let sign = ((b >> 16) & 0x8000) as u16;
+    let exp = ((b >> 23) & 0xff) as i32;
+    let man = b & 0x7f_ffff;
+    if exp == 0xff {
+        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let mut r = m >> shift;
+        let rest = m & ((1 << shift) - 1);
+        if rest > half || (rest == half && r & 1 == 1) {
+            r += 1;
+        }
+        return sign | r as u16;
+    }
+    let mut r = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    if rest > 0x1000 || (rest == 0x1000 && r & 1 == 1) {
+        r += 1;
+    }
+    sign | r as u16
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn half_precision() {
+        for (x, bits) in [
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (65504.0, 0x7bff),
+            (1e6, 0x7c00),
+        ] {
+            assert_eq!(super::f16_bits(x), bits, "{x}");
+        }
+        assert_eq!(super::f16_bits(5.960464477539063e-8), 1);
+        assert_eq!(super::f16_bits(f64::NAN) & 0x7e00, 0x7e00);
+    }
+}

@@ -1,0 +1,96 @@
+use super::*;
+
+fn v2(doc: &str) -> Result<ArrayMeta> {
+    ArrayMeta::parse(doc.as_bytes(), true)
+}
+
+fn v3(doc: &str) -> Result<ArrayMeta> {
+    ArrayMeta::parse(doc.as_bytes(), false)
+}
+
+/// Each document of `cases` refused by `parse` with an error naming its word.
+fn refused(parse: fn(&str) -> Result<ArrayMeta>, cases: &[(String, &str)]) {
+    for (doc, word) in cases {
+        let e = parse(doc).unwrap_err();
+        assert!(e.reason.contains(word), "{word}: {e}");
+    }
+}
+
+const V2: &str = r#"{"zarr_format": 2, "shape": [10, 7], "chunks": [4, 3],
+  "dtype": "<i4", "order": "C", "fill_value": -1, "filters": null,
+  "compressor": {"id": "blosc", "cname": "lz4"}}"#;
+
+#[test]
+fn v2_array() {
+    let m = v2(V2).unwrap();
+    assert_eq!(m.shape, [10, 7]);
+    assert_eq!(m.chunk_bytes(), 48);
+    assert_eq!(m.fill, (-1i32).to_le_bytes());
+    assert_eq!(m.codecs, [Codec::Blosc]);
+    assert_eq!(m.dtype.typestr(), "<i4");
+}
+
+#[test]
+fn v2_refusals_name_what_they_refuse() {
+    let cases = [
+        (
+            V2.replace("\"filters\": null", "\"filters\": [{\"id\": \"delta\"}]"),
+            "delta",
+        ),
+        (V2.replace("\"blosc\"", "\"bz2\""), "bz2"),
+        (V2.replace("\"C\"", "\"F\""), "order"),
+        (V2.replace("<i4", "|O"), "|O"),
+    ];
+    refused(v2, &cases);
+}
+
+#[test]
+fn sizes_that_overflow_are_refused() {
+    let huge = V2.replace("[4, 3]", "[4294967296, 4294967296]");
+    assert!(v2(&huge).is_err());
+    let big = V2.replace("[10, 7]", "[18446744073709551615, 7]");
+    assert!(v2(&big).is_err());
+    assert!(v2(&V2.replace("[4, 3]", "[4, 0]")).is_err());
+    assert!(v2(&V2.replace("[4, 3]", "[4]")).is_err());
+    assert!(v2("[]").is_err());
+    assert!(v2("{").is_err());
+}
+
+const V3: &str = r#"{"zarr_format": 3, "node_type": "array", "shape": [9, 8],
+  "data_type": "float64", "chunk_grid": {"name": "regular",
+  "configuration": {"chunk_shape": [4, 4]}}, "chunk_key_encoding":
+  {"name": "default", "configuration": {"separator": "/"}},
+  "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration":
+  {"endian": "big"}}, {"name": "zstd"}, {"name": "crc32c"}]}"#;
+
+#[test]
+fn v3_array() {
+    let m = v3(V3).unwrap();
+    assert!(m.swap);
+    assert_eq!(m.codecs, [Codec::Zstd, Codec::Crc32c]);
+    assert!(f64::from_le_bytes(m.fill.clone().try_into().unwrap()).is_nan());
+    assert!(m.keys.prefix);
+    let hex = V3.replace("\"NaN\"", "\"0x7ff8000000000001\"");
+    assert_eq!(
+        v3(&hex).unwrap().fill,
+        0x7ff8_0000_0000_0001u64.to_le_bytes()
+    );
+}
+
+#[test]
+fn v3_refusals_name_what_they_refuse() {
+    let cases = [
+        (
+            V3.replace("{\"name\": \"zstd\"}", "{\"name\": \"bz9\"}"),
+            "bz9",
+        ),
+        (
+            V3.replace("\"bytes\"", "\"sharding_indexed\""),
+            "sharding_indexed",
+        ),
+        (V3.replace("float64", "string"), "string"),
+        (V3.replace("\"regular\"", "\"rectilinear\""), "rectilinear"),
+        (V3.replace("\"array\"", "\"group\""), "group"),
+    ];
+    refused(v3, &cases);
+}

@@ -1,0 +1,51 @@
+//! Where an array's chunks and metadata come from.
+
+use crate::{Error, Result};
+use blosc_decode::io::{self, FileSource, Source};
+use std::path::{Path, PathBuf};
+
+/// An array's directory: its files by key (`/`-separated, relative).
+pub trait ChunkStore: Send + Sync {
+    /// The bytes stored at `key`; `Ok(None)` if there is none. A file
+    /// longer than `max` bytes is an error (nothing is allocated for it).
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>>;
+}
+
+/// All of `src`, if it is at most `max` bytes long.
+pub fn read_bounded(src: &dyn Source, max: u64, what: &str) -> Result<Vec<u8>> {
+    if src.len() > max {
+        return Err(Error::corrupt(format!(
+            "{what}: {} bytes, more than the {max} it may hold",
+            src.len()
+        )));
+    }
+    io::read_vec(src, 0, src.len())
+}
+
+/// A local directory.
+pub struct DirStore {
+    dir: PathBuf,
+}
+
+impl DirStore {
+    pub fn new(dir: &Path) -> DirStore {
+        DirStore {
+            dir: dir.to_path_buf(),
+        }
+    }
+}
+
+impl ChunkStore for DirStore {
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        let path = self.dir.join(key);
+        let (file, md) = match io::open_regular(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::from(e).in_file(&path)),
+        };
+        let src = FileSource::opened(file, &md, &path);
+        read_bounded(&src, max, key)
+            .map(Some)
+            .map_err(|e| e.in_file(&path))
+    }
+}

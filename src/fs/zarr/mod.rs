@@ -1,0 +1,224 @@
+//! Zarr stores: [`ZarrTree`] wraps the source tree so that every file
+//! inside a Zarr store (below a directory holding `.zarray`, `.zgroup`,
+//! `.zattrs`, `.zmetadata` or `zarr.json`, at any depth) passes through as
+//! its raw bytes: a store's chunks are Blosc (or zstd...) chunks that
+//! zarr-python reads itself, and decoding them in place would break it.
+//! Each array is also shown as a `.npy` file beside its directory
+//! ([`npy`]).
+
+mod npy;
+
+use super::source_tree::{Meta, RawFile, SourceTree};
+use super::Statfs;
+use blosc_decode::container::{Container, Env};
+use blosc_decode::detect::Probe;
+use blosc_decode::io::{Source, Stamp};
+use bloscfs_zarr::ZarrArray;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The names whose presence makes a directory part of a Zarr store.
+const MARKERS: [&str; 5] = [".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"];
+
+/// Directories remembered, at most (the map is emptied past it).
+const MAX_KEPT: usize = 1 << 16;
+
+/// The source tree with Zarr stores passed through.
+pub struct ZarrTree {
+    inner: Arc<dyn SourceTree>,
+    /// Whether each directory looked at holds a marker, with the
+    /// directory's stamp when it was looked at.
+    marked: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
+    /// Array directories looked at.
+    arrays: Mutex<npy::Kept>,
+}
+
+impl ZarrTree {
+    pub fn new(inner: Arc<dyn SourceTree>) -> ZarrTree {
+        ZarrTree {
+            inner,
+            marked: Mutex::new(HashMap::new()),
+            arrays: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Does directory `dir` hold a Zarr marker? Remembered while the
+    /// directory's metadata is unchanged (a name added changes it).
+    fn is_marked(&self, dir: &Path) -> bool {
+        let Ok(md) = self.inner.stat(dir).map(|m| m.stamp()) else {
+            return false;
+        };
+        if let Some((m, yes)) = self.marked.lock().get(dir) {
+            if *m == md {
+                return *yes;
+            }
+        }
+        let yes = MARKERS
+            .iter()
+            .any(|n| self.inner.stat(&dir.join(n)).is_ok_and(|m| m.is_file()));
+        let mut kept = self.marked.lock();
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        kept.insert(dir.to_path_buf(), (md, yes));
+        yes
+    }
+
+    /// Is `path` inside a Zarr store (one of its directories, below the
+    /// tree's root, holds a marker)? The entry itself is not looked at: a
+    /// store's own directory is not inside it.
+    fn in_store(&self, path: &Path) -> bool {
+        let root = self.inner.root();
+        path.ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(root))
+            .any(|d| self.is_marked(d))
+    }
+}
+
+impl ZarrTree {
+    /// The array directory a `.npy` path that is not in the source stands
+    /// for, with the metadata of that `.npy`.
+    fn array_of(&self, path: &Path) -> Option<(PathBuf, Meta)> {
+        npy::candidates(path)
+            .into_iter()
+            .find_map(|dir| self.array_at(&dir).map(|md| (dir, md)))
+    }
+
+    /// The metadata of the `.npy` of the array at `dir`, if it is one.
+    fn array_at(&self, dir: &Path) -> Option<Meta> {
+        let md = self.inner.stat(dir).ok().filter(Meta::is_dir)?;
+        let len = npy::npy_len(self.inner.as_ref(), &mut self.arrays.lock(), dir)?;
+        Some(npy::npy_meta(&md, len))
+    }
+
+    /// `path`'s metadata from the source, else as an array's `.npy`.
+    fn stat_with(
+        &self,
+        path: &Path,
+        stat: impl Fn(&Path) -> std::io::Result<Meta>,
+    ) -> std::io::Result<Meta> {
+        match stat(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.array_of(path) {
+                Some((_, md)) => Ok(md),
+                None => Err(e),
+            },
+            r => r,
+        }
+    }
+
+    /// The `.npy` names of the arrays among `names` (entries of `dir`),
+    /// but none a real entry has. `NAME.zarr` takes `NAME.npy` before
+    /// `NAME`, as [`ZarrTree::array_of`] looks them up.
+    fn npy_names(&self, dir: &Path, names: &[OsString]) -> Vec<OsString> {
+        let taken: HashSet<&OsString> = names.iter().collect();
+        let mut added = Vec::new();
+        for n in names {
+            let shown = npy::npy_name(n);
+            let mut zarr = n.clone();
+            zarr.push(".zarr");
+            if taken.contains(&shown) || taken.contains(&zarr) {
+                continue;
+            }
+            if self.array_at(&dir.join(n)).is_some() {
+                added.push(shown);
+            }
+        }
+        added
+    }
+}
+
+impl SourceTree for ZarrTree {
+    fn root(&self) -> &Path {
+        self.inner.root()
+    }
+
+    fn hides(&self, path: &Path) -> bool {
+        self.inner.hides(path)
+    }
+
+    fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
+        let mut names = self.inner.list(dir)?;
+        let more = self.npy_names(dir, &names);
+        names.extend(more);
+        Ok(names)
+    }
+
+    fn stat(&self, path: &Path) -> std::io::Result<Meta> {
+        self.stat_with(path, |p| self.inner.stat(p))
+    }
+
+    fn stat_follow(&self, path: &Path) -> std::io::Result<Meta> {
+        self.stat_with(path, |p| self.inner.stat_follow(p))
+    }
+
+    fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
+        self.inner.read_link(path)
+    }
+
+    fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
+        if self.in_store(path) || self.inner.stat(path).is_err() {
+            return Ok(None);
+        }
+        self.inner.probe(path, meta)
+    }
+
+    fn open_container(
+        &self,
+        path: &Path,
+        meta: &Meta,
+        env: &Env,
+    ) -> blosc_decode::Result<Option<Container>> {
+        if self.in_store(path) {
+            return Ok(None);
+        }
+        self.inner.open_container(path, meta, env)
+    }
+
+    fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {
+        self.inner.open_source(path, meta)
+    }
+
+    fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
+        match self.inner.open_plain(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            r => return r,
+        }
+        let (dir, meta) = self
+            .array_of(path)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+        let store = npy::TreeStore {
+            tree: self.inner.clone(),
+            dir,
+        };
+        let array = ZarrArray::open(Arc::new(store)).map_err(|e| {
+            log::warn!("{}: {e}", path.display());
+            std::io::Error::from_raw_os_error(e.errno())
+        })?;
+        let file = npy::NpyFile {
+            array,
+            meta: meta.clone(),
+            path: path.to_path_buf(),
+        };
+        Ok((Box::new(file), meta))
+    }
+
+    fn dir_container_access(&self, path: &Path, meta: &Meta) -> (u16, u64) {
+        self.inner.dir_container_access(path, meta)
+    }
+
+    fn statfs(&self) -> std::io::Result<Statfs> {
+        self.inner.statfs()
+    }
+
+    fn listing_workers(&self, entries: usize) -> usize {
+        self.inner.listing_workers(entries)
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.inner.counters()
+    }
+}

@@ -1,0 +1,154 @@
+//! Each Zarr array as a `.npy` file beside its directory: `NAME.zarr/` (or
+//! `NAME/`) holding `.zarray` or an array's `zarr.json` is also shown as
+//! `NAME.npy`, unless the directory holds a real entry of that name. Its
+//! bytes are read through [`bloscfs_zarr::ZarrArray`], chunks fetched
+//! through the source tree; an array whose metadata is not understood is
+//! not shown, with one log line saying why.
+
+use super::super::source_tree::{lseek_whole, EntryKind, Meta, RawFile, SourceTree};
+use blosc_decode::io::Stamp;
+use bloscfs_zarr::meta::MAX_META_BYTES;
+use bloscfs_zarr::store::read_bounded;
+use bloscfs_zarr::{ArrayMeta, ChunkStore, ZarrArray, ZARRAY, ZARR_JSON};
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Arrays remembered, at most (the map is emptied past it).
+const MAX_KEPT: usize = 4096;
+
+/// What an array directory's metadata said: the `.npy` length, or `None`
+/// (not an array, or one not presented), at the metadata file's stamp.
+pub(super) type Kept = HashMap<PathBuf, (Stamp, Option<u64>)>;
+
+/// An array's directory as a [`ChunkStore`]: its files through the tree.
+pub(super) struct TreeStore {
+    pub(super) tree: Arc<dyn SourceTree>,
+    pub(super) dir: PathBuf,
+}
+
+impl ChunkStore for TreeStore {
+    fn get(&self, key: &str, max: u64) -> bloscfs_zarr::Result<Option<Vec<u8>>> {
+        let path = self.dir.join(key);
+        let md = match self.tree.stat(&path) {
+            Ok(md) if md.is_file() => md,
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(blosc_decode::Error::from(e).in_file(&path)),
+        };
+        let src = self.tree.open_source(&path, &md)?;
+        read_bounded(src.as_ref(), max, key)
+            .map(Some)
+            .map_err(|e| e.in_file(&path))
+    }
+}
+
+/// The name an array directory `name` is presented as: `.zarr` dropped,
+/// `.npy` added.
+pub(super) fn npy_name(name: &OsStr) -> OsString {
+    let b = name.as_bytes();
+    let mut out = b.strip_suffix(b".zarr").unwrap_or(b).to_vec();
+    out.extend_from_slice(b".npy");
+    OsString::from_vec(out)
+}
+
+/// The directories that `npy` (a `.npy` path) could stand for, in the
+/// order they are tried.
+pub(super) fn candidates(npy: &Path) -> Vec<PathBuf> {
+    let (Some(parent), Some(name)) = (npy.parent(), npy.file_name()) else {
+        return Vec::new();
+    };
+    match name.as_bytes().strip_suffix(b".npy") {
+        Some(stem) if !stem.is_empty() => {
+            let mut z = stem.to_vec();
+            z.extend_from_slice(b".zarr");
+            vec![
+                parent.join(OsStr::from_bytes(&z)),
+                parent.join(OsStr::from_bytes(stem)),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The `.npy` length of the array at `dir` (`None`: not a presented
+/// array), read through `tree` once per version of its metadata file.
+pub(super) fn npy_len(tree: &dyn SourceTree, kept: &mut Kept, dir: &Path) -> Option<u64> {
+    let (file, v2) = [(ZARRAY, true), (ZARR_JSON, false)]
+        .into_iter()
+        .find(|(f, _)| tree.stat(&dir.join(f)).is_ok_and(|m| m.is_file()))?;
+    let path = dir.join(file);
+    let md = tree.stat(&path).ok()?;
+    if let Some((s, len)) = kept.get(dir) {
+        if *s == md.stamp() {
+            return *len;
+        }
+    }
+    let parsed = tree
+        .open_source(&path, &md)
+        .and_then(|src| read_bounded(src.as_ref(), MAX_META_BYTES, file))
+        .and_then(|text| ArrayMeta::parse_node(&text, v2));
+    let len = match parsed {
+        Ok(Some(m)) => Some(ZarrArray::new(m, Arc::new(NoChunks)).npy_len()),
+        Ok(None) => None,
+        Err(e) => {
+            log::warn!("{}: Zarr array not presented as .npy: {e}", dir.display());
+            None
+        }
+    };
+    if kept.len() >= MAX_KEPT {
+        kept.clear();
+    }
+    kept.insert(dir.to_path_buf(), (md.stamp(), len));
+    len
+}
+
+/// A store holding nothing (to size an array from its metadata alone).
+struct NoChunks;
+
+impl ChunkStore for NoChunks {
+    fn get(&self, _key: &str, _max: u64) -> bloscfs_zarr::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+}
+
+/// The metadata of the `.npy` file of array directory `dir_md`, `len`
+/// bytes long: the directory's owner and times, read permissions only, an
+/// inode number of its own. Not pinned: chunks may change underneath.
+pub(super) fn npy_meta(dir_md: &Meta, len: u64) -> Meta {
+    let mut md = dir_md.clone();
+    md.kind = EntryKind::File;
+    md.mode = libc::S_IFREG | (dir_md.mode & 0o444);
+    md.len = len;
+    md.nlink = 1;
+    md.blocks = len.div_ceil(512);
+    md.ino = dir_md.ino ^ (0x7a61_7272_u64 << 32) ^ (1 << 62);
+    md.pinned = false;
+    md
+}
+
+/// An open `.npy` of an array.
+pub(super) struct NpyFile {
+    pub(super) array: ZarrArray,
+    pub(super) meta: Meta,
+    pub(super) path: PathBuf,
+}
+
+impl RawFile for NpyFile {
+    fn meta(&self) -> std::io::Result<Meta> {
+        Ok(self.meta.clone())
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.array.read_npy_at(offset, buf).map_err(|e| {
+            log::warn!("{}: {e}", self.path.display());
+            std::io::Error::from_raw_os_error(e.errno())
+        })
+    }
+
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+        lseek_whole(self.array.npy_len(), offset, whence)
+    }
+}
