@@ -112,11 +112,17 @@ impl ZarrTree {
 
     /// The `.npy` names of the arrays among `names` (entries of `dir`),
     /// but none a real entry has. `NAME.zarr` takes `NAME.npy` before
-    /// `NAME`, as [`ZarrTree::array_of`] looks them up.
+    /// `NAME`, as [`ZarrTree::array_of`] looks them up. Outside a store only
+    /// `NAME.zarr` entries are looked at: a listing costs no more than one
+    /// stat per entry unless it is a Zarr store's.
     fn npy_names(&self, dir: &Path, names: &[OsString]) -> Vec<OsString> {
         let taken: HashSet<&OsString> = names.iter().collect();
+        let store = self.is_marked(dir) || self.in_store(dir);
         let mut added = Vec::new();
         for n in names {
+            if !store && !n.as_encoded_bytes().ends_with(b".zarr") {
+                continue;
+            }
             let shown = npy::npy_name(n);
             let mut zarr = n.clone();
             zarr.push(".zarr");
@@ -160,7 +166,10 @@ impl SourceTree for ZarrTree {
     }
 
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
-        if self.in_store(path) || self.inner.stat(path).is_err() {
+        // A `.npy` of an array is not in the source (and, unlike a local
+        // file, not pinned: its stamp is its directory's).
+        let shown = !meta.pinned && path.extension().is_some_and(|e| e == "npy");
+        if self.in_store(path) || shown && self.inner.stat(path).is_err() {
             return Ok(None);
         }
         self.inner.probe(path, meta)
