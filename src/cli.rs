@@ -2,8 +2,8 @@
 
 use crate::fs::{RemoteTree, SourceTree};
 use blosc_decode::container::{Container, Env};
-use blosc_decode::detect::{open_path_with, open_source};
 use blosc_decode::error::Error;
+use blosc_decode::open::{open_path_with, open_source};
 use bloscfs_remote::{Entry, Location, Options as RemoteOptions, Remote};
 use std::io::Write;
 use std::path::{Path, PathBuf};

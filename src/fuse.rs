@@ -105,9 +105,16 @@ pub fn connected(fd: std::os::fd::RawFd) -> bool {
     !(r > 0 && p.revents & (libc::POLLERR | libc::POLLNVAL) != 0)
 }
 
-/// What identifies our mount once it is up: the mount point, the mount's
-/// device (maj:min) and the session's `/dev/fuse` descriptor.
-pub type Ours = (std::path::PathBuf, String, std::os::fd::RawFd);
+/// What identifies our mount once it is up.
+#[derive(Debug)]
+pub struct OwnMount {
+    /// The mount point.
+    pub path: std::path::PathBuf,
+    /// The mount's device (`maj:min`).
+    pub dev: String,
+    /// The session's `/dev/fuse` descriptor.
+    pub fd: std::os::fd::RawFd,
+}
 
 /// Attributes and entries may be cached by the kernel this long; changed
 /// sources are noticed on the next lookup/open after that.
@@ -130,7 +137,7 @@ pub struct BloscFuse {
     /// us is sized by them ([`max_background`]).
     pub threads: usize,
     /// Our mount, once it is up.
-    pub ours: Arc<std::sync::OnceLock<Ours>>,
+    pub own: Arc<std::sync::OnceLock<OwnMount>>,
     /// Requests that may wait (on a remote server), which an interrupt
     /// answers `EINTR` at once.
     pub calls: InFlight,
@@ -268,7 +275,7 @@ impl Filesystem for BloscFuse {
     /// is not ours. A mount left dead by an aborted connection (its mount
     /// point answers `ENOTCONN`) is detached.
     fn destroy(&mut self) {
-        let Some((mp, dev, fd)) = self.ours.get() else {
+        let Some(OwnMount { path: mp, dev, fd }) = self.own.get() else {
             return;
         };
         if connected(*fd) {

@@ -157,14 +157,14 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
         Ok(fs) => Arc::new(fs),
         Err(e) => return fail(ready, format!("{}: {e}", m.source.display())),
     };
-    let ours = Arc::new(std::sync::OnceLock::new());
+    let own = Arc::new(std::sync::OnceLock::new());
     let adapter = BloscFuse {
         fs: fs.clone(),
         debug: m.debug,
         check_access: m.default_permissions,
         xattr: m.xattr,
         threads: m.fuse_threads(),
-        ours: ours.clone(),
+        own: own.clone(),
         calls: Default::default(),
     };
     // Catch signals before mounting: one arriving while the mount is set up
@@ -181,7 +181,8 @@ fn serve(m: &MountArgs, ready: Option<std::fs::File>) -> i32 {
     };
     let fd = session.device_fd();
     if let Some((dev, _)) = mounted_at(&m.mountpoint) {
-        let _ = ours.set((m.mountpoint.clone(), dev, fd));
+        let path = m.mountpoint.clone();
+        let _ = own.set(fuse::OwnMount { path, dev, fd });
     }
     set_readahead(&m.mountpoint, m.readahead);
     if let Some(ram) = physical_memory().filter(|&r| m.fs.cache_size > r) {

@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
         env.decode_ahead = blosc_decode::DecodeAhead::Fixed(256 << 10);
         env.span = 16 << 10;
     }
-    if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("fuzz-input"), &env) {
+    if let Ok(Some(c)) = blosc_decode::open_source(src, Path::new("fuzz-input"), &env) {
         let c = Arc::new(c);
         let stream = blosc_decode::Stream::new();
         // A read as the FUSE adapter makes it, with decoding ahead.

@@ -154,10 +154,10 @@ impl Fs {
 }
 
 /// The kind of node an entry is presented as.
-fn kind_of(w: &What) -> Kind {
+fn kind_of(w: &Shown) -> Kind {
     match w {
-        What::Dir => Kind::Dir,
-        What::Symlink => Kind::Symlink,
-        What::Plain | What::Container(_) => Kind::File,
+        Shown::Dir => Kind::Dir,
+        Shown::Symlink => Kind::Symlink,
+        Shown::Plain | Shown::Container(_) => Kind::File,
     }
 }

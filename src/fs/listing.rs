@@ -24,7 +24,7 @@ impl Listings {
 }
 
 /// A source name with what it is presented as and its metadata.
-type Entered = (OsString, (What, Meta));
+type Entered = (OsString, (Shown, Meta));
 
 /// One entry of a listing.
 pub(super) struct Entry {
@@ -32,7 +32,7 @@ pub(super) struct Entry {
     pub(super) shown: OsString,
     /// Its name in the source directory.
     pub(super) source: OsString,
-    pub(super) what: What,
+    pub(super) what: Shown,
     /// Its source metadata when the listing was built.
     pub(super) md: Meta,
 }

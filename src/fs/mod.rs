@@ -31,13 +31,13 @@ mod handle;
 mod inodes;
 mod links;
 mod listing;
+mod lookup;
 mod open;
 mod probe;
 mod read;
 mod remote_tree;
 mod source_tree;
 mod stores;
-mod tree;
 mod xattr;
 mod zarr;
 
@@ -81,9 +81,10 @@ pub struct Attr {
     pub blksize: u32,
 }
 
-/// What a source entry is presented as.
+/// What a source entry is shown as (a directory, a link, a plain file or a
+/// container).
 #[derive(Debug, Clone)]
-enum What {
+enum Shown {
     Dir,
     Symlink,
     /// A plain file passed through.
@@ -92,9 +93,9 @@ enum What {
     Container(Probe),
 }
 
-impl What {
+impl Shown {
     fn is_container(&self) -> bool {
-        matches!(self, What::Container(_))
+        matches!(self, Shown::Container(_))
     }
 }
 
@@ -298,9 +299,9 @@ fn presented(md: &Meta) -> bool {
 }
 
 /// How naming sees an entry ([`names::Naming`]).
-fn naming(w: &What) -> names::Naming {
+fn naming(w: &Shown) -> names::Naming {
     match w {
-        What::Container(p) => Some(p.npy),
+        Shown::Container(p) => Some(p.npy),
         _ => None,
     }
 }

@@ -104,8 +104,8 @@ impl Fs {
         }
         let (path, what, md) = self.what_of(ino)?;
         match &what {
-            What::Dir => return Err(libc::EISDIR),
-            What::Symlink => return Err(libc::ELOOP),
+            Shown::Dir => return Err(libc::EISDIR),
+            Shown::Symlink => return Err(libc::ELOOP),
             _ => {}
         }
         let fresh = self.attr_of(ino, &what, &md, &path);
@@ -114,7 +114,7 @@ impl Fs {
         }
         let h = match &what {
             // (Directories and links returned above.)
-            What::Plain | What::Dir | What::Symlink => {
+            Shown::Plain | Shown::Dir | Shown::Symlink => {
                 let (file, fmd) =
                     self.with_fds(|| self.tree.open_plain(&path).map_err(|e| errno_of(&e)))?;
                 // The file checked (not a link), not one put in its place since.
@@ -127,7 +127,7 @@ impl Fs {
                     stamp: fmd.stamp(),
                 })
             }
-            What::Container(p) => {
+            Shown::Container(p) => {
                 // One that fails to open: listed as its probe says, and its
                 // opens fail (a raw view would be another size than listed).
                 let c = self.container(ino, &path, &md)?.ok_or(libc::EIO)?;

@@ -105,18 +105,18 @@ impl Fs {
 
     /// What a source entry is presented as.
     /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
-    pub(super) fn classify(&self, path: &Path, md: &Meta) -> Result<What, i32> {
+    pub(super) fn classify(&self, path: &Path, md: &Meta) -> Result<Shown, i32> {
         Ok(if md.is_symlink() {
-            What::Symlink
+            Shown::Symlink
         } else if md.is_dir() {
             match self.probe(path, md)? {
-                Some(p) => What::Container(p),
-                None => What::Dir,
+                Some(p) => Shown::Container(p),
+                None => Shown::Dir,
             }
         } else {
             match self.probe(path, md)? {
-                Some(p) => What::Container(p),
-                None => What::Plain,
+                Some(p) => Shown::Container(p),
+                None => Shown::Plain,
             }
         })
     }

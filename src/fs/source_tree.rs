@@ -332,9 +332,9 @@ impl SourceTree for LocalTree {
             if !dir_is(&dir, meta) {
                 return Err(swapped(path));
             }
-            return detect::open_sframe_dir(Arc::new(dir), env).map(Some);
+            return blosc_decode::open::open_sframe_dir(Arc::new(dir), env).map(Some);
         }
-        detect::open_source(self.open_source(path, meta)?, path, env)
+        blosc_decode::open::open_source(self.open_source(path, meta)?, path, env)
     }
 
     fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {

@@ -34,7 +34,7 @@ impl Fs {
             return Ok(out);
         }
         let (path, what, md) = self.what_of(ino)?;
-        if let What::Container(_) = what {
+        if let Shown::Container(_) = what {
             let Some(c) = self.container(ino, &path, &md)? else {
                 return Ok(out);
             };

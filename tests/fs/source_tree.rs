@@ -141,7 +141,7 @@ fn reads_go_through_the_tree_and_open_a_container_once() {
     let (_d, tree, fs) = counted(0);
     let root = tree.root().to_path_buf();
     let series = fs.lookup(ROOT_INO, "series".as_ref()).unwrap();
-    let want = blosc_decode::detect::open_path(&root.join("series.b2frame"))
+    let want = blosc_decode::open_path(&root.join("series.b2frame"))
         .unwrap()
         .unwrap();
     let mut expect = vec![0u8; want.len() as usize];

@@ -85,6 +85,7 @@ pub mod srcdir;
 pub use ahead::policy::DecodeAhead;
 pub use container::{Container, Env, Served, Stream};
 pub use deferred::Deferred;
-pub use detect::{open_path, open_path_with, open_source, probe_path, Probe};
+pub use detect::{probe_path, Probe};
 pub use error::{Error, ErrorKind, Result};
 pub use io::Source;
+pub use open::{open_path, open_path_with, open_source};

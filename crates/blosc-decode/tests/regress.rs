@@ -36,7 +36,7 @@ fn fuzz_read_at(data: &[u8]) {
     };
     let src = Arc::new(MemSource::new(data.to_vec()));
     let env = blosc_decode::Env::new(1 << 20);
-    if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("regress"), &env) {
+    if let Ok(Some(c)) = blosc_decode::open_source(src, Path::new("regress"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
         let _ = c.read_at(0, &mut whole);
@@ -165,7 +165,7 @@ fn b2nd_padded_size_overflow_is_refused() {
     let data = input("b2nd-padded-size-overflow.bin");
     let src = Arc::new(MemSource::new(data.clone()));
     let env = blosc_decode::Env::new(1 << 20);
-    let c = blosc_decode::detect::open_source(src, Path::new("regress"), &env)
+    let c = blosc_decode::open_source(src, Path::new("regress"), &env)
         .unwrap()
         .unwrap();
     assert!(matches!(c.view(), View::Raw), "presented as an array");
@@ -237,13 +237,8 @@ fn variable_frame_declaring_millions_of_special_chunks() {
     let data = input("frame-variable-many-specials.bin");
     let src = Arc::new(MemSource::new(data.clone()));
     let env = blosc_decode::Env::new(1 << 20);
-    let (e, grew, _) = memory_of(|| {
-        refusal(blosc_decode::detect::open_source(
-            src,
-            Path::new("regress"),
-            &env,
-        ))
-    });
+    let (e, grew, _) =
+        memory_of(|| refusal(blosc_decode::open_source(src, Path::new("regress"), &env)));
     assert!(
         e.contains("declares 12583203 chunks of variable size, but there is room for"),
         "{e}"

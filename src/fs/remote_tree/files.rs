@@ -3,8 +3,8 @@
 
 use super::SFRAME_INDEX;
 use crate::fs::source_tree::{Meta, RawFile};
-use blosc_decode::detect::FrameFiles;
 use blosc_decode::io::Source;
+use blosc_decode::open::FrameFiles;
 use bloscfs_remote::{Object, Remote, RemoteObject};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -366,7 +366,7 @@ impl SourceTree for RemoteTree {
             if !files.objects.contains_key(SFRAME_INDEX) {
                 return Ok(None);
             }
-            return detect::open_sframe(&files, env).map(Some);
+            return blosc_decode::open::open_sframe(&files, env).map(Some);
         }
         let o = self.object_as(path, meta)?;
         let src = self.remote.open(&o);
@@ -384,7 +384,7 @@ impl SourceTree for RemoteTree {
             }
             r => r.map_err(|e| e.in_file(path))?,
         }
-        detect::open_source(src, path, env)
+        blosc_decode::open::open_source(src, path, env)
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {

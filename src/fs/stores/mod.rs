@@ -356,7 +356,7 @@ impl SourceTree for StoreTree {
             return self.inner.open_container(path, meta, env);
         }
         match self.leaf(path)? {
-            Some((src, _)) => detect::open_source(src, path, env),
+            Some((src, _)) => blosc_decode::open::open_source(src, path, env),
             None => Ok(None),
         }
     }

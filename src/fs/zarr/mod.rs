@@ -67,6 +67,18 @@ impl ZarrTree {
         yes
     }
 
+    /// Is `path` a chunk (or shard) of a Zarr store: named as a chunk key
+    /// ends (`0.1.2`, `c.0.1`, or `2` under `c/` or a `/`-separated v2
+    /// key) and inside a store? Only such files would be taken for Blosc
+    /// containers: the others of a store are its JSON. Asking the name
+    /// first spares every other file the look at its directories, which
+    /// on a remote store costs a listing each.
+    fn is_chunk(&self, path: &Path) -> bool {
+        path.file_name()
+            .is_some_and(|n| chunk_key_like(n.as_encoded_bytes()))
+            && self.in_store(path)
+    }
+
     /// Is `path` inside a Zarr store (one of its directories, below the
     /// tree's root, holds a marker)? The entry itself is not looked at: a
     /// store's own directory is not inside it.
@@ -169,7 +181,7 @@ impl SourceTree for ZarrTree {
         // A `.npy` of an array is not in the source (and, unlike a local
         // file, not pinned: its stamp is its directory's).
         let shown = !meta.pinned && path.extension().is_some_and(|e| e == "npy");
-        if self.in_store(path) || shown && self.inner.stat(path).is_err() {
+        if self.is_chunk(path) || shown && self.inner.stat(path).is_err() {
             return Ok(None);
         }
         self.inner.probe(path, meta)
@@ -181,7 +193,7 @@ impl SourceTree for ZarrTree {
         meta: &Meta,
         env: &Env,
     ) -> blosc_decode::Result<Option<Container>> {
-        if self.in_store(path) {
+        if self.is_chunk(path) {
             return Ok(None);
         }
         self.inner.open_container(path, meta, env)
@@ -229,5 +241,30 @@ impl SourceTree for ZarrTree {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
+    }
+}
+
+/// Is `name` what a Zarr chunk key ends with: numbers joined by `.`,
+/// perhaps after `c.` (v3's default encoding with `.`)?
+fn chunk_key_like(name: &[u8]) -> bool {
+    let digits = name.strip_prefix(b"c.").unwrap_or(name);
+    !digits.is_empty()
+        && digits
+            .split(|&b| b == b'.')
+            .all(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunk_key_like;
+
+    #[test]
+    fn chunk_keys_are_told_by_their_names() {
+        for k in ["0", "0.0", "12.3.4", "c.0.1"] {
+            assert!(chunk_key_like(k.as_bytes()), "{k}");
+        }
+        for k in ["", "c", ".0", "0.", "0..1", "m.b2nd", "c.x", "1e5", ".zarray"] {
+            assert!(!chunk_key_like(k.as_bytes()), "{k}");
+        }
     }
 }

@@ -23,7 +23,7 @@ pub struct EmbedStore {
 /// an `estore_metadata` vlmetalayer. Entries reaching past the content are
 /// left out, with a log line; keys of remote references are logged.
 pub fn open(src: Arc<dyn Source>, path: &Path, env: &Env) -> Result<EmbedStore> {
-    let c = crate::detect::open_source(src, path, env)?
+    let c = super::open_source(src, path, env)?
         .ok_or_else(|| Error::unsupported("not a Blosc2 frame").in_file(path))?;
     let (_, value) = c
         .info()

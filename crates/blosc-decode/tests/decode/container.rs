@@ -353,7 +353,7 @@ fn first_random_read_hints_chunk_headers() {
     for (workers, sequential) in [(2, true), (0, false), (2, false)] {
         let src = Arc::new(Hinted(MemSource::new(data.clone()), Default::default()));
         let env = Env::with_workers(1 << 20, workers);
-        let c = blosc_decode::detect::open_source(src.clone(), std::path::Path::new(name), &env)
+        let c = blosc_decode::open_source(src.clone(), std::path::Path::new(name), &env)
             .unwrap()
             .unwrap();
         let starts: Vec<u64> = c

@@ -243,7 +243,7 @@ fn corrupted(name: &str, edit: impl FnOnce(&mut Vec<u8>)) -> blosc_decode::error
     );
     let env = Env::with_workers(1 << 20, 0);
     let src = Arc::new(MemSource::new(data));
-    match blosc_decode::detect::open_source(src, Path::new("bad.b2"), &env) {
+    match blosc_decode::open_source(src, Path::new("bad.b2"), &env) {
         Err(e) => e,
         Ok(None) => panic!("not recognised"),
         Ok(Some(c)) => read_all(&c).unwrap_err(),
@@ -361,7 +361,7 @@ fn a_bad_chunk_in_a_frame_is_named() {
     let v = le32(&data, at);
     put32(&mut data, at, v + 1);
     let env = Env::with_workers(1 << 20, 0);
-    let c = blosc_decode::detect::open_source(
+    let c = blosc_decode::open_source(
         Arc::new(MemSource::new(data)),
         Path::new("bad.b2frame"),
         &env,
@@ -429,7 +429,7 @@ fn random_damage_never_panics() {
         }
         let env = Env::with_workers(1 << 20, 0);
         let src = Arc::new(MemSource::new(d));
-        if let Ok(Some(c)) = blosc_decode::detect::open_source(src, Path::new("x"), &env) {
+        if let Ok(Some(c)) = blosc_decode::open_source(src, Path::new("x"), &env) {
             let mut buf = vec![0u8; c.len().min(1 << 20) as usize];
             let _ = c.read_at(0, &mut buf);
             let n = buf.len().min(100);

@@ -1,13 +1,14 @@
-//! The tree: lookups, attributes and inode lifetimes.
+//! Lookups, attributes and inode lifetimes (the presented tree's side;
+//! the source's is `source_tree.rs`).
 
 use super::*;
 
 impl Fs {
-    pub(super) fn attr_of(&self, ino: u64, what: &What, md: &Meta, path: &Path) -> Attr {
+    pub(super) fn attr_of(&self, ino: u64, what: &Shown, md: &Meta, path: &Path) -> Attr {
         let (kind, size, blocks, perm) = match what {
-            What::Dir => (Kind::Dir, md.len, md.blocks, (md.mode & 0o555) as u16),
+            Shown::Dir => (Kind::Dir, md.len, md.blocks, (md.mode & 0o555) as u16),
             // The length of the target `readlink` gives.
-            What::Symlink => {
+            Shown::Symlink => {
                 let len = self
                     .tree
                     .read_link(path)
@@ -16,15 +17,15 @@ impl Fs {
                     .map_or(md.len, |t| t.len() as u64);
                 (Kind::Symlink, len, md.blocks, 0o777)
             }
-            What::Plain => (Kind::File, md.len, md.blocks, (md.mode & 0o555) as u16),
-            What::Container(p) if md.is_dir() => {
+            Shown::Plain => (Kind::File, md.len, md.blocks, (md.mode & 0o555) as u16),
+            Shown::Container(p) if md.is_dir() => {
                 // No wider than the directory and every file it exposes
                 // (the directory at `path` checked to be the one `md`
                 // describes: nothing readable if it is not).
                 let (perm, blocks) = self.tree.dir_container_access(path, md);
                 (Kind::File, p.len, blocks, perm)
             }
-            What::Container(p) => (Kind::File, p.len, md.blocks, (md.mode & 0o555) as u16),
+            Shown::Container(p) => (Kind::File, p.len, md.blocks, (md.mode & 0o555) as u16),
         };
         let t = |t: Time| {
             if t.sec >= 0 {
@@ -142,11 +143,11 @@ impl Fs {
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
     /// [`Fs::source_md`]).
-    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, What, Meta), i32> {
+    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, Shown, Meta), i32> {
         let path = self.path_of(ino)?;
         let md = self.source_md(ino, &path)?;
         let what = if ino == ROOT_INO {
-            What::Dir
+            Shown::Dir
         } else {
             self.classify(&path, &md)?
         };
