@@ -263,7 +263,9 @@ mod tests {
         for k in ["0", "0.0", "12.3.4", "c.0.1"] {
             assert!(chunk_key_like(k.as_bytes()), "{k}");
         }
-        for k in ["", "c", ".0", "0.", "0..1", "m.b2nd", "c.x", "1e5", ".zarray"] {
+        for k in [
+            "", "c", ".0", "0.", "0..1", "m.b2nd", "c.x", "1e5", ".zarray",
+        ] {
             assert!(!chunk_key_like(k.as_bytes()), "{k}");
         }
     }
