@@ -204,6 +204,29 @@ fn a_lying_bitmap_is_an_error() {
     assert_eq!(fs.read(fh, 0, 4096).unwrap().len(), 4096);
 }
 
+/// A cache whose variable-length metalayers cannot be read cannot tell
+/// fetched chunks from zeros: every read fails, none reads as data.
+#[test]
+fn a_cache_with_an_unreadable_trailer_reads_nothing() {
+    let (path, f) = entries(Some("remote-array"))
+        .into_iter()
+        .find(|(p, _)| p.ends_with("ra-blocks-partial.b2nd"))
+        .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let broken = d.path().join("broken.b2nd");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let marker = bytes.len() - 23; // the trailer length's msgpack marker
+    assert_eq!(bytes[marker], 0xce);
+    bytes[marker] = 0;
+    std::fs::write(&broken, bytes).unwrap();
+    for (off, len, _, _, unit) in units(&f) {
+        let o = cat(&broken, off, len);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{unit}: read");
+        assert!(err.contains("fetched chunks unknown"), "{unit}: {err}");
+    }
+}
+
 /// A saved C2Array reference (python-blosc2 opens it as a `C2Array` on its
 /// server; the frame itself reads zeros): passed through raw under its own
 /// name, and `info` says where it points, exit 0.

@@ -86,6 +86,9 @@ pub struct Info {
     pub metalayers: Vec<(String, Vec<u8>)>,
     /// Variable-length metalayers (name, decoded value bytes).
     pub vlmetalayers: Vec<(String, Vec<u8>)>,
+    /// The header says there are variable-length metalayers, but they
+    /// could not be read (`vlmetalayers` is then empty).
+    pub vlmetalayers_unreadable: bool,
     /// Anything else worth showing (key, value).
     pub extra: Vec<(String, String)>,
 }

@@ -83,6 +83,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         filters: Vec::new(),
         metalayers,
         vlmetalayers: Vec::new(),
+        vlmetalayers_unreadable: false,
         extra,
     };
     Ok(Index {

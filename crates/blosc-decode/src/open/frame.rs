@@ -166,6 +166,7 @@ fn info_from(h: &FrameHeader, format: &str, nchunks: u64, cbytes: u64) -> Info {
         filters,
         metalayers: h.metalayers.clone(),
         vlmetalayers: Vec::new(),
+        vlmetalayers_unreadable: false,
         extra,
     }
 }
@@ -372,6 +373,17 @@ pub(crate) fn vlmetalayers_or_none(src: &dyn Source, h: &FrameHeader) -> Vec<(St
     })
 }
 
+/// Fill `info`'s variable-length metalayers, or mark them unreadable.
+pub(crate) fn read_vlmetalayers(info: &mut Info, src: &dyn Source, h: &FrameHeader) {
+    match vlmetalayers(src, h) {
+        Ok(v) => info.vlmetalayers = v,
+        Err(e) => {
+            log::warn!("frame trailer unreadable ({e}); variable-length metalayers skipped");
+            info.vlmetalayers_unreadable = true;
+        }
+    }
+}
+
 /// Open a contiguous frame.
 pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let h = read_header(src.as_ref())?;
@@ -423,7 +435,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         ))
     })?;
     let mut info = info_from(&h, "blosc2-frame", offs.len(), src.len());
-    info.vlmetalayers = vlmetalayers_or_none(src.as_ref(), &h);
+    read_vlmetalayers(&mut info, src.as_ref(), &h);
     let index = Index {
         sources: vec![src],
         chunks,
@@ -543,7 +555,7 @@ pub fn open_sframe_files(files: &dyn FrameFiles) -> Result<Index> {
     // cbytes sums (no need to stat thousands of files).
     let total_c = src.len().saturating_add(h.cbytes);
     let mut info = info_from(&h, "blosc2-sframe", offs.len(), total_c);
-    info.vlmetalayers = vlmetalayers_or_none(src.as_ref(), &h);
+    read_vlmetalayers(&mut info, src.as_ref(), &h);
     let index = Index {
         sources,
         chunks,

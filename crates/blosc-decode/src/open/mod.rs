@@ -102,6 +102,13 @@ fn cache_of(info: &Info) -> Result<Option<crate::container::Cache>> {
     let Some(kind) = proxy::cache_kind(&info.metalayers) else {
         return Ok(None);
     };
+    // Without its vlmetalayers a cache cannot tell fetched chunks from the
+    // zeros kept in place of the rest.
+    if info.vlmetalayers_unreadable {
+        return Err(crate::Error::corrupt(format!(
+            "{kind}: variable-length metalayers unreadable, fetched chunks unknown"
+        )));
+    }
     let fetched = proxy::fetched(&info.vlmetalayers, info.nchunks)
         .map_err(|e| crate::Error::corrupt(format!("{kind}: {e}")))?;
     Ok(Some(crate::container::Cache { kind, fetched }))

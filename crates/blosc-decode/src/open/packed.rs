@@ -70,6 +70,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
         filters,
         metalayers: Vec::new(),
         vlmetalayers: Vec::new(),
+        vlmetalayers_unreadable: false,
         extra: vec![("clevel".into(), h.clevel.to_string())],
     };
     Ok(Index {
