@@ -332,7 +332,7 @@ impl SourceTree for LocalTree {
             if !dir_is(&dir, meta) {
                 return Err(swapped(path));
             }
-            return blosc_decode::open::open_sframe_dir(Arc::new(dir), env).map(Some);
+            return blosc_decode::open::open_sframe_dir(Arc::new(dir), env);
         }
         blosc_decode::open::open_source(self.open_source(path, meta)?, path, env)
     }

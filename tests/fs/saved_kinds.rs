@@ -176,3 +176,39 @@ fn lazy_expressions_pass_through_raw() {
         }
     }
 }
+
+/// A lazy expression saved as a sparse frame (`contiguous=False`: a
+/// directory holding `chunks.b2frame`) holds no values either: it stays
+/// a directory of its files, never a `.npy` of zeros; `cat` refuses it and
+/// `info` says what it is.
+#[test]
+fn sparse_lazy_expressions_stay_directories() {
+    let all = entries("lazy-sparse");
+    assert_eq!(all.len(), 2);
+    for (path, f) in &all {
+        assert!(
+            blosc_decode::detect::probe_path(path).unwrap().is_none(),
+            "{f}"
+        );
+        let fs = Fs::new(path.parent().unwrap(), &FsOptions::default()).unwrap();
+        let name = path.file_name().unwrap();
+        assert_eq!(
+            fs.lookup(ROOT_INO, OsStr::new("expr-sparse.npy")).err(),
+            Some(libc::ENOENT)
+        );
+        let a = fs.lookup(ROOT_INO, name).unwrap();
+        assert_eq!(a.kind, bloscfs::fs::Kind::Dir, "{f}");
+        let index = fs.lookup(a.ino, OsStr::new("chunks.b2frame")).unwrap();
+        let want = std::fs::read(path.join("chunks.b2frame")).unwrap();
+        assert_eq!(index.size, want.len() as u64);
+        let o = cat(path, None);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && o.stdout.is_empty(), "{f}");
+        assert!(err.contains("holds no data of its own"), "{f}: {err}");
+        let o = Command::new(BIN).arg("info").arg(path).output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        for want in ["python-blosc2: lazy", "expression:    (o", "a.b2nd"] {
+            assert!(out.contains(want), "{f}: {want:?} not in:\n{out}");
+        }
+    }
+}

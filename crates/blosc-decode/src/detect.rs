@@ -97,7 +97,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         }
         let dir = SourceDir::open(path, true).in_file(path)?;
         let index = Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?);
-        return probe_kind(index, Kind::SFrame, path).map(Some);
+        return probe_sframe_index(index, path);
     }
     probe_source(Arc::new(FileSource::open(path)?), path)
 }
@@ -124,9 +124,20 @@ pub fn carrier(src: &dyn Source, path: &Path) -> Result<Option<String>> {
     Ok(carrier_kind(&h.metalayers))
 }
 
-/// [`carrier`] of a local file, if it is a frame (`None` on any error).
+/// The file holding the frame header at `path`: the file itself, or a
+/// sparse frame directory's `chunks.b2frame`.
+pub fn frame_file(path: &Path) -> std::borrow::Cow<'_, Path> {
+    if crate::longpath::is_dir(path) {
+        path.join("chunks.b2frame").into()
+    } else {
+        path.into()
+    }
+}
+
+/// [`carrier`] of a local file or sparse-frame directory, if it is a
+/// frame (`None` on any error).
 pub fn carrier_path(path: &Path) -> Option<String> {
-    let src = FileSource::open(path).ok()?;
+    let src = FileSource::open(&frame_file(path)).ok()?;
     let head = head_of(&src, path).ok()?;
     match sniff(&head, src.len()) {
         Some(Kind::Frame) => carrier(&src, path).ok().flatten(),
@@ -159,8 +170,11 @@ pub fn carrier_kind(metalayers: &[(String, Vec<u8>)]) -> Option<String> {
 }
 
 /// What the sparse frame whose index is `index` presents.
-pub fn probe_sframe_index(index: Arc<dyn Source>, path: &Path) -> Result<Probe> {
-    probe_kind(index, Kind::SFrame, path)
+pub fn probe_sframe_index(index: Arc<dyn Source>, path: &Path) -> Result<Option<Probe>> {
+    if carrier(index.as_ref(), path)?.is_some() {
+        return Ok(None);
+    }
+    probe_kind(index, Kind::SFrame, path).map(Some)
 }
 
 /// What a container of a known kind presents.

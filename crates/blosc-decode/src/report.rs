@@ -249,7 +249,7 @@ fn stored_kind(c: &Container, n: usize) -> String {
 pub fn render_carrier(path: &std::path::Path) -> Option<String> {
     use crate::format::msgpack::{Reader, Val};
     let kind = crate::detect::carrier_path(path)?;
-    let src = crate::io::FileSource::open(path).ok()?;
+    let src = crate::io::FileSource::open(&crate::detect::frame_file(path)).ok()?;
     let h = crate::open::frame::read_header(&src).ok()?;
     let mut s = String::new();
     let _ = writeln!(s, "file:          {}", path.display());

@@ -341,7 +341,7 @@ impl SourceTree for RemoteTree {
                 return Ok(None);
             }
             let o = self.object_as(&index, &im)?;
-            return detect::probe_sframe_index(self.remote.open(&o), path).map(Some);
+            return detect::probe_sframe_index(self.remote.open(&o), path);
         }
         let o = self.object_as(path, meta)?;
         detect::probe_source(self.remote.open(&o), path)
@@ -366,7 +366,7 @@ impl SourceTree for RemoteTree {
             if !files.objects.contains_key(SFRAME_INDEX) {
                 return Ok(None);
             }
-            return blosc_decode::open::open_sframe(&files, env).map(Some);
+            return blosc_decode::open::open_sframe(&files, env);
         }
         let o = self.object_as(path, meta)?;
         let src = self.remote.open(&o);

@@ -36,23 +36,27 @@ pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
             return Ok(None);
         }
         let dir = SourceDir::open(path, true).in_file(path)?;
-        return open_sframe_dir(Arc::new(dir), env).map(Some);
+        return open_sframe_dir(Arc::new(dir), env);
     }
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
     open_source(src, path, env)
 }
 
 /// Open the sparse frame in the directory `dir` (already opened).
-pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Container> {
+pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Option<Container>> {
     open_sframe(&dir, env)
 }
 
 /// Open the sparse frame whose files `files` gives (a local directory or a
-/// prefix of an object store).
-pub fn open_sframe(files: &dyn FrameFiles, env: &Env) -> Result<Container> {
+/// prefix of an object store); `Ok(None)` for a frame that holds no data
+/// of its own ([`carrier`]).
+pub fn open_sframe(files: &dyn FrameFiles, env: &Env) -> Result<Option<Container>> {
     let path = files.path().to_path_buf();
     let index = crate::open::frame::open_sframe_files(files).in_file(&path)?;
-    finish(&path, index, env)
+    if crate::detect::carrier_kind(&index.info.metalayers).is_some() {
+        return Ok(None);
+    }
+    finish(&path, index, env).map(Some)
 }
 
 /// Open the bytes of `src` as a container (`path` names it in messages).
