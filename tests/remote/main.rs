@@ -21,5 +21,5 @@ mod options;
 mod redirects;
 mod setup;
 mod stalls;
-mod stores;
 mod tls;
+mod trees;

@@ -1,9 +1,11 @@
-//! python-blosc2's stores from a remote source: `.b2z` zips and `.b2e`
+//! Trees whose presentation goes beyond one file per container, from a
+//! remote source: python-blosc2's stores (`.b2z` zips and `.b2e`
 //! EmbedStores as directories, a `.b2d` DictStore with its embedded keys,
-//! a BatchArray, a store that cannot be read. Through S3 and plain HTTP
-//! the mount shows the tree the local source shows (itself checked against
-//! python-blosc2 in tests/fs/stores.rs), name for name and byte for byte,
-//! and a member that cannot be read fails there too.
+//! a BatchArray, a store that cannot be read) and Zarr stores (passed
+//! through, each array also a `.npy`). Through S3 and plain HTTP the mount
+//! shows the tree the local source shows (itself checked against the
+//! writers in tests/fs/stores.rs and tests/fs/zarr.rs), name for name and
+//! byte for byte, and what cannot be read fails there too.
 
 use crate::common::*;
 use crate::harness::*;
@@ -67,10 +69,11 @@ fn mounted(top: &Path, skip: &[&str]) -> Tree {
     out
 }
 
-/// The python-blosc2 4.14.1 store fixtures, staged in a new directory.
-fn staged() -> tempfile::TempDir {
+/// The fixture directory `rel`, staged in a new directory (without its
+/// `manifest.json`).
+fn staged(rel: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    let src = fixture("stores/b2-4.14.1");
+    let src = fixture(rel);
     let o = std::process::Command::new("cp")
         .arg("-r")
         .arg(src.join("."))
@@ -78,17 +81,13 @@ fn staged() -> tempfile::TempDir {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::remove_file(d.path().join("manifest.json")).unwrap();
+    let _ = std::fs::remove_file(d.path().join("manifest.json"));
     d
 }
 
 /// The mount of `r` (with options `opts`) shows the tree `want`, leaving
 /// out `skip`; every difference is named.
 fn check(r: &Remote, want: &Tree, opts: &[&str], skip: &[&str]) {
-    // What the test relies on: stores shown as directories, one member
-    // that cannot be read (a deflated zip member).
-    assert!(want.contains_key("dict.b2z/") && want.contains_key("embed.b2e/"));
-    assert!(want.values().any(|v| v.is_none()), "no unreadable member");
     let mut m = r.mount(opts);
     let got = mounted(&m.mp(), skip);
     let log = m.log();
@@ -119,23 +118,76 @@ fn check(r: &Remote, want: &Tree, opts: &[&str], skip: &[&str]) {
     );
 }
 
+/// The staged fixture directories `rels` and the trees they present.
+fn local_trees(rels: &[&str]) -> Vec<(tempfile::TempDir, Tree)> {
+    rels.iter()
+        .map(|rel| {
+            let d = staged(rel);
+            let t = local(d.path());
+            (d, t)
+        })
+        .collect()
+}
+
+/// What the store fixtures must hold for the test to mean anything:
+/// stores shown as directories, one member that cannot be read (a
+/// deflated zip member).
+fn stores_tree() -> (tempfile::TempDir, Tree) {
+    let (d, t) = local_trees(&["stores/b2-4.14.1"]).pop().unwrap();
+    assert!(t.contains_key("dict.b2z/") && t.contains_key("embed.b2e/"));
+    assert!(t.values().any(|v| v.is_none()), "no unreadable member");
+    (d, t)
+}
+
+/// The Zarr fixtures of zarr-python 2 and 3, each store passed through
+/// and each array also a `.npy`.
+fn zarr_trees() -> Vec<(tempfile::TempDir, Tree)> {
+    let all = local_trees(&["zarr/z2-2.18.7/stores", "zarr/z3-3.1.6/stores"]);
+    for (_, t) in &all {
+        assert!(t.contains_key("group.zarr/.zgroup") || t.contains_key("group.zarr/zarr.json"));
+        assert!(t.keys().filter(|k| k.ends_with(".npy")).count() >= 4);
+    }
+    all
+}
+
+/// Each tree uploaded to moto and mounted.
+fn on_s3(trees: &[(tempfile::TempDir, Tree)]) {
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("trees");
+    for (i, (d, want)) in trees.iter().enumerate() {
+        let prefix = format!("t{i}");
+        moto.upload("trees", &prefix, d.path());
+        check(&Remote::s3(&moto, "trees", &prefix), want, &[], &[]);
+    }
+}
+
+/// Each tree served by the plain-HTTP server, listed by its manifest.
+fn on_http(trees: &[(tempfile::TempDir, Tree)]) {
+    for (d, want) in trees {
+        write_manifest(d.path());
+        let Some(srv) = Faulty::start(d.path()) else {
+            return;
+        };
+        check(&Remote::http(&srv), want, &[MANIFEST], &["manifest.txt"]);
+    }
+}
+
 #[test]
 fn s3_stores_are_the_local_tree() {
-    let Some(moto) = Moto::start() else { return };
-    let d = staged();
-    let want = local(d.path());
-    moto.mkbucket("stores");
-    moto.upload("stores", "st", d.path());
-    check(&Remote::s3(&moto, "stores", "st"), &want, &[], &[]);
+    on_s3(&[stores_tree()]);
 }
 
 #[test]
 fn http_stores_are_the_local_tree() {
-    let d = staged();
-    let want = local(d.path());
-    write_manifest(d.path());
-    let Some(srv) = Faulty::start(d.path()) else {
-        return;
-    };
-    check(&Remote::http(&srv), &want, &[MANIFEST], &["manifest.txt"]);
+    on_http(&[stores_tree()]);
+}
+
+#[test]
+fn s3_zarr_stores_are_the_local_tree() {
+    on_s3(&zarr_trees());
+}
+
+#[test]
+fn http_zarr_stores_are_the_local_tree() {
+    on_http(&zarr_trees());
 }
