@@ -13,3 +13,4 @@ mod mount;
 mod proxy;
 mod security;
 mod stores;
+mod zarr;
