@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One cold row of a 2-D array, one cold plane of a 3-D array: where the time goes.
 
-    .venv/bin/python scripts/bench/coldrows.py [--rounds 7] [--readahead 1M,128K] [--arrays r8,r4,p4,p8]
+    .venv/bin/python scripts/bench/coldrows.py [--rounds 7] [--readahead 1M,128K] [--arrays r8,r4,p4,p8] [--scans]
 
 Makes 256 MiB arrays with python-blosc2's default chunks and blocks (linspace values, as
 bench.py's b2nd rows; in $BENCH_DIR/coldrows, default /tmp/bloscfs-bench/coldrows):
@@ -17,6 +17,8 @@ Then one more ours with the daemon's debug log: the READ requests the kernel sen
 size), the blocks those requests intersect, the blocks the row or plane intersects, and the
 blocks decoded (`user.bloscfs.stats`), after the header and after the row.
 Prints medians and ratios (ours/theirs: below 1 favours bloscfs).
+`--scans`: instead, cold full scans of each array's `.npy` (np.load, and np.load(mmap_mode="r")
++ copy) against the ceiling 1/(1/FUSE floor + 1/`bloscfs cat` rate), all in the same run.
 """
 
 import argparse
@@ -184,6 +186,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--readahead", default="1M")
     ap.add_argument("--arrays", default="r8,r4,p4,p8")
+    ap.add_argument("--scans", action="store_true", help="the full scans vs the ceiling instead")
     a = ap.parse_args()
     d = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "coldrows")
     src = os.path.join(d, "src")
@@ -193,6 +196,8 @@ def main():
     names = a.arrays.split(",")
     for n in names:
         make(src, n)
+    if a.scans:
+        return scans(src, mp, fmp, names, a.rounds)
     print(f"{'array':5} {'readahead':9} | {'ours ms':>8} {'hdr':>6} | {'blosc2 ms':>9} {'open':>6} | "
           f"{'floor ms':>8} | {'ours/blosc2':>11} {'floor/blosc2':>12} | requests (KiB) | blocks: decoded "
           f"hdr+row / requested / row needs")
@@ -229,6 +234,59 @@ def main():
                   f"{med['ours'][0] / med['theirs'][0]:11.2f} {med['floor'][0] / med['theirs'][0]:12.2f} | {rq} | "
                   f"{c['header_blocks']}+{c['row_blocks']} / {c['blocks_requested']} / {c['blocks_needed']}")
             sys.stdout.flush()
+
+
+def scans(src, mp, fmp, names, rounds):
+    """Full cold scans of each `.npy` (np.load; np.load(mmap_mode="r") + copy) against the
+    ceiling 1/(1/FUSE floor + 1/bloscfs cat): the floor the same reader (np.fromfile; a
+    memmap copied) on a file of the same size on the empty FUSE fs, `cat` decoding the
+    source from the page cache."""
+    print(f"{'array':5} | {'np.load GB/s':>12} {'mmap+copy':>9} | {'floor':>5} {'mmap':>5} {'cat':>5} | "
+          f"{'load/ceiling':>12} {'mmap/ceiling':>12}")
+    for n in names:
+        t = {"load": [], "mmap": [], "fload": [], "fmmap": [], "cat": []}
+        m = Daemon(src, mp, [])
+        size = os.path.getsize(os.path.join(mp, n + ".npy"))
+        m.close()
+        b2 = os.path.join(src, n + ".b2nd")
+        for k in range(rounds):
+            for how in ("load", "mmap"):
+                drop_caches()
+                m = Daemon(src, mp, [])
+                t[how].append(scan(os.path.join(mp, n + ".npy"), how, np.load))
+                m.close()
+                fl = Floor(fmp, size)
+                drop_caches()
+                t["f" + how].append(scan(os.path.join(fmp, os.listdir(fmp)[0]), how, raw))
+                fl.close()
+            subprocess.run([bench.BIN, "cat", b2], stdout=subprocess.DEVNULL, check=True)  # source warm
+            t0 = time.perf_counter()
+            subprocess.run([bench.BIN, "cat", b2], stdout=subprocess.DEVNULL, check=True)
+            t["cat"].append(time.perf_counter() - t0)
+        r = {k: size / statistics.median(v) / 1e9 for k, v in t.items()}
+        ceil = {h: 1 / (1 / r["f" + h] + 1 / r["cat"]) for h in ("load", "mmap")}
+        print(f"{n:5} | {r['load']:12.2f} {r['mmap']:9.2f} | {r['fload']:5.2f} {r['fmmap']:5.2f} {r['cat']:5.2f} | "
+              f"{r['load'] / ceil['load']:12.2f} {r['mmap'] / ceil['mmap']:12.2f}")
+        sys.stdout.flush()
+
+
+def raw(path, mmap_mode=None):
+    """The FUSE floor's file as np.load would read it: whole, or mapped."""
+    if mmap_mode:
+        return np.memmap(path, dtype=np.uint8, mode="r")
+    return np.fromfile(path, dtype=np.uint8)
+
+
+def scan(path, how, load):
+    """Seconds to read `path` whole: `load` of it, or mapped by `load` and copied."""
+    t0 = time.perf_counter()
+    if how == "load":
+        load(path)
+    else:
+        mm = load(path, mmap_mode="r")
+        np.array(mm)
+        del mm
+    return time.perf_counter() - t0
 
 
 def set_bdi(mp, ra):
