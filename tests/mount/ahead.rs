@@ -29,7 +29,7 @@ fn series(m: &Mount) -> Vec<u8> {
 }
 
 /// One counter of the daemon's `user.bloscfs.stats`.
-fn stat(mp: &Path, name: &str) -> u64 {
+pub(crate) fn stat(mp: &Path, name: &str) -> u64 {
     let o = sh(&format!(
         "getfattr -n user.bloscfs.stats --only-values --absolute-names {}",
         mp.display()

@@ -7,6 +7,7 @@
 mod common;
 
 mod ahead;
+mod coldrows;
 mod lifecycle;
 mod longpath;
 mod mount;

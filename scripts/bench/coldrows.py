@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""One cold row of a 2-D array, one cold plane of a 3-D array: where the time goes.
+
+    .venv/bin/python scripts/bench/coldrows.py [--rounds 7] [--readahead 1M,128K] [--arrays r8,r4,p4,p8] [--scans]
+
+Makes 256 MiB arrays with python-blosc2's default chunks and blocks (linspace values, as
+bench.py's b2nd rows; in $BENCH_DIR/coldrows, default /tmp/bloscfs-bench/coldrows):
+r8 float64 4096x8192, r4 float32 8192x8192, p4 float32 256x512x512, p8 float64 128x512x512.
+For each array and each `-o readahead` value, rounds of (page cache dropped before each
+side, which side goes first alternating):
+  - ours: a fresh mount; open the `.npy` and read its header (Python's buffered reads, as
+    np.load does), then np.memmap of the data and a copy of the middle row or plane;
+  - theirs: python-blosc2 open, then the same slice;
+  - floor: the same reads of a file of the same size on an empty FUSE fs answering from
+    memory (scripts/bench/fusefloor): what the kernel's requests cost without decoding.
+Then one more ours with the daemon's debug log: the READ requests the kernel sent (offset,
+size), the blocks those requests intersect, the blocks the row or plane intersects, and the
+blocks decoded (`user.bloscfs.stats`), after the header and after the row.
+Prints medians and ratios (ours/theirs: below 1 favours bloscfs).
+`--scans`: instead, cold full scans of each array's `.npy` (np.load, and np.load(mmap_mode="r")
++ copy) against the ceiling 1/(1/FUSE floor + 1/`bloscfs cat` rate), all in the same run.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import blosc2
+import numpy as np
+
+import bench
+from bench import MB, Floor, daemon_stats, drop_caches, wait_mounted
+
+ARRAYS = {
+    "r8": ((4096, 8192), "f8"),
+    "r4": ((8192, 8192), "f4"),
+    "p4": ((256, 512, 512), "f4"),
+    "p8": ((128, 512, 512), "f8"),
+}
+
+
+def make(d, name):
+    p = os.path.join(d, name + ".b2nd")
+    if not os.path.exists(p):
+        shape, dt = ARRAYS[name]
+        n = int(np.prod(shape))
+        blosc2.asarray(np.linspace(0, 1, n, dtype=dt).reshape(shape), urlpath=p, mode="w")
+    return p
+
+
+class Daemon:
+    """A fresh mount of `src` with options `opts`, its debug log in `log` if given."""
+
+    def __init__(self, src, mp, opts, log=None):
+        self.mp = mp
+        os.makedirs(mp, exist_ok=True)
+        cmd = [bench.BIN, "-f", "-o", ",".join(["xattr"] + opts)]
+        if log:
+            cmd += ["-d", "-o", "logfile=" + log]
+        self.p = subprocess.Popen(cmd + [src, mp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_mounted(mp)
+
+    def close(self):
+        # Retried: the release of a file just closed may still be on its way.
+        while subprocess.run(["fusermount3", "-u", self.mp], stderr=subprocess.DEVNULL).returncode:
+            time.sleep(0.05)
+        self.p.wait()
+
+
+def header_len(path):
+    """Open `path`, read its `.npy` header as np.load does: (header bytes, shape, dtype)."""
+    with open(path, "rb") as f:
+        v = np.lib.format.read_magic(f)
+        rd = np.lib.format.read_array_header_1_0 if v == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dt = rd(f)
+        return f.tell(), shape, dt
+
+
+def middle(path, hdr, shape, dt):
+    """The middle row or plane of the array at `path` (data after `hdr` bytes), copied."""
+    mm = np.memmap(path, dtype=dt, mode="r", offset=hdr, shape=shape)
+    x = np.array(mm[shape[0] // 2])
+    del mm
+    return x
+
+
+def ours(src, mp, name, opts):
+    drop_caches()
+    m = Daemon(src, mp, opts)
+    path = os.path.join(mp, name + ".npy")
+    t0 = time.perf_counter()
+    hdr, shape, dt = header_len(path)
+    t1 = time.perf_counter()
+    x = middle(path, hdr, shape, dt)
+    t2 = time.perf_counter()
+    m.close()
+    return t1 - t0, t2 - t1, x
+
+
+def theirs(src, name):
+    drop_caches()
+    t0 = time.perf_counter()
+    a = blosc2.open(os.path.join(src, name + ".b2nd"))
+    t1 = time.perf_counter()
+    x = a[a.shape[0] // 2]
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, x
+
+
+def floor(fmp, hdr, shape, dt):
+    drop_caches()
+    path = os.path.join(fmp, os.listdir(fmp)[0])
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        f.read(8)
+    t1 = time.perf_counter()
+    middle(path, hdr, shape, dt)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
+
+
+READ = re.compile(r"debug: read\(\d+, fh (\d+), (\d+), (\d+)\)")
+
+
+def counts(src, mp, name, opts, d):
+    """Requests and blocks of one cold read of the middle row or plane, from the debug log."""
+    log = os.path.join(d, "coldrows.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    drop_caches()
+    m = Daemon(src, mp, opts, log)
+    path = os.path.join(mp, name + ".npy")
+    b0 = daemon_stats(mp)["blocks_decoded"]
+    hdr, shape, dt = header_len(path)
+    b1 = daemon_stats(mp)["blocks_decoded"]
+    middle(path, hdr, shape, dt)
+    b2 = daemon_stats(mp)["blocks_decoded"]
+    m.close()
+    reqs = [tuple(int(g) for g in r.groups()) for r in READ.finditer(open(log).read())]
+    a = blosc2.open(os.path.join(src, name + ".b2nd"))
+    blk = int(np.prod(a.blocks)) * a.dtype.itemsize
+    per_chunk = int(np.prod(a.chunks)) // int(np.prod(a.blocks))
+
+    def blocks_of(lo, hi):
+        """Blocks of the raw content holding C-order bytes lo..hi (rows of whole blocks)."""
+        # Default blocks span whole rows of a chunk (r8, r4) or whole planes of a chunk
+        # slab; the .npy's C order then meets blocks in raw order chunk by chunk.
+        out = set()
+        row = int(np.prod(shape[1:])) * dt.itemsize
+        brow = int(np.prod(a.blocks[1:])) * dt.itemsize
+        for r in range(lo // row, (hi - 1) // row + 1):
+            a0, a1 = max(lo, r * row), min(hi, (r + 1) * row)
+            for k in range((a0 - r * row) // brow, (a1 - r * row - 1) // brow + 1):
+                off = k * brow
+                idx = np.unravel_index((r * row + off) // dt.itemsize, shape)
+                cidx = tuple(i // c for i, c in zip(idx, a.chunks))
+                bidx = tuple((i % c) // b for i, c, b in zip(idx, a.chunks, a.blocks))
+                out.add((cidx, bidx))
+        return out
+
+    seen = set()
+    for _, off, size in reqs:
+        lo, hi = max(off, hdr) - hdr, min(off + size, hdr + int(np.prod(shape)) * dt.itemsize) - hdr
+        if hi > lo:
+            seen |= blocks_of(lo, hi)
+    plane = int(np.prod(shape[1:])) * dt.itemsize
+    mid = shape[0] // 2
+    need = blocks_of(mid * plane, (mid + 1) * plane)
+    return {
+        "requests": reqs,
+        "header_blocks": b1 - b0,
+        "row_blocks": b2 - b1,
+        "blocks_requested": len(seen),
+        "blocks_needed": len(need),
+        "block_bytes": blk,
+        "blocks_per_chunk": per_chunk,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--readahead", default="1M")
+    ap.add_argument("--arrays", default="r8,r4,p4,p8")
+    ap.add_argument("--scans", action="store_true", help="the full scans vs the ceiling instead")
+    a = ap.parse_args()
+    d = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "coldrows")
+    src = os.path.join(d, "src")
+    os.makedirs(src, exist_ok=True)
+    mp = os.path.join(d, "mnt")
+    fmp = os.path.join(d, "floor")
+    names = a.arrays.split(",")
+    for n in names:
+        make(src, n)
+    if a.scans:
+        return scans(src, mp, fmp, names, a.rounds)
+    print(f"{'array':5} {'readahead':9} | {'ours ms':>8} {'hdr':>6} | {'blosc2 ms':>9} {'open':>6} | "
+          f"{'floor ms':>8} | {'ours/blosc2':>11} {'floor/blosc2':>12} | requests (KiB) | blocks: decoded "
+          f"hdr+row / requested / row needs")
+    for n in names:
+        for ra in a.readahead.split(","):
+            opts = [f"readahead={ra}"]
+            m = Daemon(src, mp, opts)
+            hdr, shp, dt = header_len(os.path.join(mp, n + ".npy"))
+            size = os.path.getsize(os.path.join(mp, n + ".npy"))
+            m.close()
+            fl = Floor(fmp, size)
+            bench.set_readahead(fmp)  # Floor sets 1 MiB; the same value as ours
+            set_bdi(fmp, ra)
+            t = {"ours": [], "theirs": [], "floor": []}
+            for k in range(a.rounds):
+                sides = ["ours", "theirs", "floor"]
+                for s in (sides if k % 2 == 0 else sides[::-1]):
+                    if s == "ours":
+                        h, r, x = ours(src, mp, n, opts)
+                        t[s].append((h, r))
+                    elif s == "theirs":
+                        h, r, y = theirs(src, n)
+                        t[s].append((h, r))
+                    else:
+                        t[s].append(floor(fmp, hdr, shp, dt))
+                assert (x == y).all()
+            fl.close()
+            c = counts(src, mp, n, opts, d)
+            med = {s: (statistics.median(h + r for h, r in v), statistics.median(h for h, _ in v))
+                   for s, v in t.items()}
+            rq = " ".join(f"{o >> 10}+{s >> 10}" for _, o, s in c["requests"])
+            print(f"{n:5} {ra:9} | {med['ours'][0] * 1e3:8.2f} {med['ours'][1] * 1e3:6.2f} | "
+                  f"{med['theirs'][0] * 1e3:9.2f} {med['theirs'][1] * 1e3:6.2f} | {med['floor'][0] * 1e3:8.2f} | "
+                  f"{med['ours'][0] / med['theirs'][0]:11.2f} {med['floor'][0] / med['theirs'][0]:12.2f} | {rq} | "
+                  f"{c['header_blocks']}+{c['row_blocks']} / {c['blocks_requested']} / {c['blocks_needed']}")
+            sys.stdout.flush()
+
+
+def scans(src, mp, fmp, names, rounds):
+    """Full cold scans of each `.npy` (np.load; np.load(mmap_mode="r") + copy) against the
+    ceiling 1/(1/FUSE floor + 1/bloscfs cat): the floor the same reader (np.fromfile; a
+    memmap copied) on a file of the same size on the empty FUSE fs, `cat` decoding the
+    source from the page cache."""
+    print(f"{'array':5} | {'np.load GB/s':>12} {'mmap+copy':>9} | {'floor':>5} {'mmap':>5} {'cat':>5} | "
+          f"{'load/ceiling':>12} {'mmap/ceiling':>12}")
+    for n in names:
+        t = {"load": [], "mmap": [], "fload": [], "fmmap": [], "cat": []}
+        m = Daemon(src, mp, [])
+        size = os.path.getsize(os.path.join(mp, n + ".npy"))
+        m.close()
+        b2 = os.path.join(src, n + ".b2nd")
+        for k in range(rounds):
+            for how in ("load", "mmap"):
+                drop_caches()
+                m = Daemon(src, mp, [])
+                t[how].append(scan(os.path.join(mp, n + ".npy"), how, np.load))
+                m.close()
+                fl = Floor(fmp, size)
+                drop_caches()
+                t["f" + how].append(scan(os.path.join(fmp, os.listdir(fmp)[0]), how, raw))
+                fl.close()
+            subprocess.run([bench.BIN, "cat", b2], stdout=subprocess.DEVNULL, check=True)  # source warm
+            t0 = time.perf_counter()
+            subprocess.run([bench.BIN, "cat", b2], stdout=subprocess.DEVNULL, check=True)
+            t["cat"].append(time.perf_counter() - t0)
+        r = {k: size / statistics.median(v) / 1e9 for k, v in t.items()}
+        ceil = {h: 1 / (1 / r["f" + h] + 1 / r["cat"]) for h in ("load", "mmap")}
+        print(f"{n:5} | {r['load']:12.2f} {r['mmap']:9.2f} | {r['fload']:5.2f} {r['fmmap']:5.2f} {r['cat']:5.2f} | "
+              f"{r['load'] / ceil['load']:12.2f} {r['mmap'] / ceil['mmap']:12.2f}")
+        sys.stdout.flush()
+
+
+def raw(path, mmap_mode=None):
+    """The FUSE floor's file as np.load would read it: whole, or mapped."""
+    if mmap_mode:
+        return np.memmap(path, dtype=np.uint8, mode="r")
+    return np.fromfile(path, dtype=np.uint8)
+
+
+def scan(path, how, load):
+    """Seconds to read `path` whole: `load` of it, or mapped by `load` and copied."""
+    t0 = time.perf_counter()
+    if how == "load":
+        load(path)
+    else:
+        mm = load(path, mmap_mode="r")
+        np.array(mm)
+        del mm
+    return time.perf_counter() - t0
+
+
+def set_bdi(mp, ra):
+    """Set the read-ahead of the FUSE mount at `mp` to `ra` (e.g. 1M, 128K)."""
+    kib = int(ra[:-1]) * (1024 if ra.endswith("M") else 1)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            p = line.split(" ")
+            if p[4] == mp:
+                with open(f"/sys/class/bdi/{p[2]}/read_ahead_kb", "w") as g:
+                    g.write(str(kib))
+
+
+if __name__ == "__main__":
+    main()

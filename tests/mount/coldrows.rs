@@ -1,0 +1,182 @@
+//! Cold rows and planes of `.npy` views through a real mount: what the
+//! kernel asks for when `np.load(mmap_mode="r")[i]` faults a row or a
+//! plane in, and that the daemon decodes exactly the blocks those requests
+//! intersect (`user.bloscfs.stats`), no more. The arrays are laid out as
+//! python-blosc2 lays out its defaults: chunks of whole trailing
+//! dimensions, blocks of whole rows (2-D) or of rows of one plane (3-D),
+//! so each block is one contiguous stretch of the C-order bytes.
+
+use crate::ahead::stat;
+use crate::common::*;
+use crate::mount::Mount;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+/// Run `code` with python-blosc2; its standard output.
+fn py(code: &str) -> String {
+    let py = python().expect("python with blosc2 (scripts/setup.sh)");
+    let o = Command::new(&py).arg("-c").arg(code).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// Write `name.b2nd` into the source: linspace values of `dtype` in
+/// `shape`, with `chunks` and `blocks`; its block size in bytes.
+fn array(m: &Mount, name: &str, shape: &str, chunks: &str, blocks: &str, dtype: &str) -> u64 {
+    let out = py(&format!(
+        "import numpy as np, blosc2\n\
+         s = {shape}\n\
+         x = np.linspace(0, 1, int(np.prod(s)), dtype='{dtype}').reshape(s)\n\
+         a = blosc2.asarray(x, urlpath='{src}/{name}.b2nd', mode='w', chunks={chunks}, blocks={blocks})\n\
+         print(int(np.prod(a.blocks)) * a.dtype.itemsize)\n",
+        src = m.src().display()
+    ));
+    out.trim().parse().unwrap()
+}
+
+/// Slab `i` (a row or a plane) of `name.npy` through the mount, by
+/// `np.load(mmap_mode="r")[i]` as a user reads it, checked against
+/// python-blosc2's own slice of the source.
+fn read_slab(m: &Mount, name: &str, i: usize) {
+    let out = py(&format!(
+        "import numpy as np, blosc2\n\
+         mm = np.load('{mp}/{name}.npy', mmap_mode='r')\n\
+         got = np.array(mm[{i}])\n\
+         del mm\n\
+         print((got == blosc2.open('{src}/{name}.b2nd')[{i}]).all())\n",
+        mp = m.mp().display(),
+        src = m.src().display()
+    ));
+    assert_eq!(out.trim(), "True", "slab {i} of {name}.npy");
+}
+
+/// The `.npy` header's length: magic, version 1.0, its 2-byte length.
+fn header_len(path: &Path) -> u64 {
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut h = [0u8; 10];
+    std::io::Read::read_exact(&mut f, &mut h).unwrap();
+    assert_eq!(&h[..8], b"\x93NUMPY\x01\x00");
+    10 + u64::from(u16::from_le_bytes([h[8], h[9]]))
+}
+
+/// The READ requests (offset, size) in the daemon's debug log.
+fn requests(log: &Path) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter_map(|l| l.split_once("read(")?.1.strip_suffix(')'))
+        .filter_map(|args| {
+            let v: Vec<&str> = args.split(", ").collect();
+            match v[..] {
+                [_, fh, off, size] if fh.starts_with("fh ") => {
+                    Some((off.parse().ok()?, size.parse().ok()?))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The blocks (numbered in C order) that requests `reqs` of the `.npy`
+/// touch: each request's bytes past the header, up to the data's end.
+fn blocks_of(reqs: &[(u64, u64)], hdr: u64, data: u64, block: u64) -> BTreeSet<u64> {
+    let mut out = BTreeSet::new();
+    for &(off, size) in reqs {
+        let lo = off.max(hdr) - hdr;
+        let hi = (off + size).min(hdr + data).saturating_sub(hdr);
+        if hi > lo {
+            out.extend(lo / block..=(hi - 1) / block);
+        }
+    }
+    out
+}
+
+/// What one cold slab read costs: the requests the kernel sent for the
+/// slab (after the header's), the blocks they touch, the blocks decoded.
+struct Cost {
+    slab_requests: Vec<(u64, u64)>,
+    touched: BTreeSet<u64>,
+    decoded: u64,
+    slab_blocks: BTreeSet<u64>,
+}
+
+/// Mount with the debug log, read slab `i` (of `slab` bytes) of `name`
+/// cold, and account for it. No decoding ahead: only what is asked.
+fn cold_slab(name: &str, make: impl Fn(&Mount) -> u64, i: u64, slab: u64, data: u64) -> Cost {
+    let m = Mount::prepare();
+    let block = make(&m);
+    let opts = ["-d", "-o", "xattr,decode_ahead=0,readahead=1M"];
+    let (mut m, log) = m.mount_logged(&opts);
+    let npy = m.mp().join(format!("{name}.npy"));
+    let hdr = header_len(&npy);
+    let before = requests(&log).len();
+    read_slab(&m, name, i as usize);
+    let decoded = stat(&m.mp(), "blocks_decoded");
+    m.unmount_without_panic(&log);
+    let all = requests(&log);
+    let slab_blocks = blocks_of(&[(hdr + i * slab, slab)], hdr, data, block);
+    Cost {
+        slab_requests: all[before..].to_vec(),
+        touched: blocks_of(&all, hdr, data, block),
+        decoded,
+        slab_blocks,
+    }
+}
+
+/// A row of a 2-D float64 array in blocks of two rows: the kernel asks
+/// for a read-around window of the mount's read-ahead around the faulting
+/// page (and the header's first pages); the daemon decodes exactly the
+/// blocks those requests touch, the row's among them.
+#[test]
+fn a_cold_row_decodes_exactly_the_blocks_the_kernel_asks_for() {
+    if !fuse_available() {
+        return;
+    }
+    let (rows, cols) = (512u64, 4096u64);
+    let make = |m: &Mount| array(m, "grid", "(512, 4096)", "(64, 4096)", "(2, 4096)", "f8");
+    let c = cold_slab("grid", make, 257, cols * 8, rows * cols * 8);
+    assert!(c.slab_blocks.is_subset(&c.touched), "{:?}", c.touched);
+    assert_eq!(c.decoded, c.touched.len() as u64, "blocks {:?}", c.touched);
+    // The row is 32 KiB; the kernel's window around its fault is larger
+    // (at most the read-ahead), never more than two windows.
+    let asked: u64 = c.slab_requests.iter().map(|r| r.1).sum();
+    assert!(asked >= cols * 8, "{:?}", c.slab_requests);
+    assert!(asked <= 2 << 20, "{:?}", c.slab_requests);
+}
+
+/// A plane of a 3-D float32 array in blocks of 64 rows of a plane (as
+/// python-blosc2's defaults for 256x512x512): the kernel's requests cover
+/// the plane in windows of at most the read-ahead, and the daemon decodes
+/// exactly the blocks they touch.
+#[test]
+fn a_cold_plane_decodes_exactly_the_blocks_the_kernel_asks_for() {
+    if !fuse_available() {
+        return;
+    }
+    let plane = 512u64 * 512 * 4;
+    let make = |m: &Mount| {
+        array(
+            m,
+            "stack",
+            "(32, 512, 512)",
+            "(8, 512, 512)",
+            "(1, 64, 512)",
+            "f4",
+        )
+    };
+    let c = cold_slab("stack", make, 17, plane, 32 * plane);
+    assert_eq!(c.slab_blocks.len(), 8);
+    assert!(c.slab_blocks.is_subset(&c.touched), "{:?}", c.touched);
+    assert_eq!(c.decoded, c.touched.len() as u64, "blocks {:?}", c.touched);
+    assert!(
+        c.slab_requests.iter().all(|r| r.1 <= 1 << 20),
+        "{:?}",
+        c.slab_requests
+    );
+    let asked: u64 = c.slab_requests.iter().map(|r| r.1).sum();
+    assert!(
+        asked >= plane && asked <= plane + (2 << 20),
+        "{:?}",
+        c.slab_requests
+    );
+}
