@@ -1,7 +1,7 @@
 //! The thin adapter from `fuser` (the only file that names it) to `fs::Fs`.
 
 use crate::config::MountArgs;
-use crate::fs::{Attr, Filled, Fs, Kind, ZEROS};
+use crate::fs::{self, Attr, Filled, Fs, Kind, ZEROS};
 use crate::interrupts::{Answer, InFlight, Outcome};
 use blosc_decode::srcdir::Caller;
 use blosc_decode::Deferred;
@@ -207,8 +207,10 @@ fn file_type(k: Kind) -> FileType {
     }
 }
 
-fn err(e: i32) -> Errno {
-    Errno::from_i32(e)
+/// The reply to a failure of the presented tree: its errno, as decided
+/// (and logged) there.
+fn err(e: fs::Error) -> Errno {
+    Errno::from_i32(e.errno())
 }
 
 /// Read requests the kernel may have outstanding on the mount at once
@@ -235,7 +237,7 @@ impl BloscFuse {
         &self,
         req: &Request,
         reply: R,
-        work: impl FnOnce() -> Result<T, i32>,
+        work: impl FnOnce() -> Result<T, fs::Error>,
         ok: impl FnOnce(R, T),
         undo: impl FnOnce(T),
     ) {
@@ -282,7 +284,8 @@ impl Filesystem for BloscFuse {
             return; // still ours: the library unmounts it
         }
         if crate::mount_table::still_mounted(mp, dev)
-            && std::fs::metadata(mp).err().and_then(|e| e.raw_os_error()) == Some(libc::ENOTCONN)
+            && std::fs::metadata(mp).err().map(|e| e.kind())
+                == Some(std::io::ErrorKind::NotConnected)
         {
             crate::mount_table::detach(mp);
         }

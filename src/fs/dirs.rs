@@ -34,7 +34,7 @@ const FIRST: u64 = 2;
 
 impl Fs {
     /// Open directory `ino`: its listing is taken now.
-    pub fn opendir(&self, ino: u64) -> Result<u64, i32> {
+    pub fn opendir(&self, ino: u64) -> Result<u64, Error> {
         let listing = self.listing(ino)?;
         Ok(self.handles.add_dir(DirHandle {
             ino,
@@ -56,7 +56,7 @@ impl Fs {
         offset: u64,
         plus: bool,
         mut add: impl FnMut(DirItem) -> bool,
-    ) -> Result<(), i32> {
+    ) -> Result<(), Error> {
         let h = self.handles.dir(fh)?;
         let l = if offset == 0 {
             let fresh = self.listing(h.ino)?;
@@ -137,7 +137,7 @@ impl Fs {
     }
 
     /// Entries of directory `ino` (with `.` and `..`), read whole.
-    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, i32> {
+    pub fn readdir(&self, ino: u64) -> Result<Vec<DirEntry>, Error> {
         let fh = self.opendir(ino)?;
         let mut out = Vec::new();
         let r = self.readdir_at(fh, 0, false, |e| {

@@ -38,12 +38,12 @@ impl Handles {
         fh
     }
 
-    pub(super) fn file(&self, fh: u64) -> Result<Arc<Handle>, i32> {
+    pub(super) fn file(&self, fh: u64) -> Result<Arc<Handle>, Error> {
         self.files
             .read()
             .get(&fh)
             .map(|(h, _)| h.clone())
-            .ok_or(libc::EBADF)
+            .ok_or_else(Error::bad_handle)
     }
 
     /// The attributes file handle `fh` was opened with.
@@ -61,8 +61,12 @@ impl Handles {
         fh
     }
 
-    pub(super) fn dir(&self, fh: u64) -> Result<Arc<DirHandle>, i32> {
-        self.dirs.lock().get(&fh).cloned().ok_or(libc::EBADF)
+    pub(super) fn dir(&self, fh: u64) -> Result<Arc<DirHandle>, Error> {
+        self.dirs
+            .lock()
+            .get(&fh)
+            .cloned()
+            .ok_or_else(Error::bad_handle)
     }
 
     pub(super) fn remove_dir(&self, fh: u64) {
@@ -133,7 +137,7 @@ impl ReadReq {
 }
 
 /// `EIO` for a file whose size is now `len`, not what the kernel holds.
-fn stale(fs: &Fs, path: &Path, len: u64) -> Result<Filled, i32> {
+fn stale(fs: &Fs, path: &Path, len: u64) -> Result<Filled, Error> {
     Err(fs.changed_while_open(
         path,
         &format!("its size is now {len}, not what the kernel holds"),
@@ -149,14 +153,14 @@ impl Handle {
         r: ReadReq,
         buf: &mut Vec<u8>,
         later: &mut Deferred,
-    ) -> Result<Filled, i32> {
+    ) -> Result<Filled, Error> {
         match self {
             Handle::Plain(h) => h.read(fs, r, buf),
             Handle::Container(h) => h.read(fs, r, buf, later),
         }
     }
 
-    pub(super) fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    pub(super) fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         match self {
             Handle::Plain(h) => h.lseek(offset, whence),
             Handle::Container(h) => h.lseek(offset, whence),
@@ -165,14 +169,14 @@ impl Handle {
 }
 
 impl PlainHandle {
-    fn read(&self, fs: &Fs, r: ReadReq, buf: &mut Vec<u8>) -> Result<Filled, i32> {
+    fn read(&self, fs: &Fs, r: ReadReq, buf: &mut Vec<u8>) -> Result<Filled, Error> {
         let (f, path) = (&self.file, &self.path);
         let ReadReq {
             offset,
             size,
             paged,
         } = r;
-        let md = f.meta().map_err(|e| errno_of(&e))?;
+        let md = f.meta().map_err(Error::from)?;
         if !fs.raw_view_holds(path, &md, self.stamp) {
             return Err(fs.changed_while_open(path, "may now be presented as a container"));
         }
@@ -187,7 +191,7 @@ impl PlainHandle {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(errno_of(&e)),
+                Err(e) => return Err(e.into()),
             }
         }
         if paged && (done as u64) < (size as u64).min(len.saturating_sub(offset)) {
@@ -198,7 +202,7 @@ impl PlainHandle {
         Ok(Filled::Buf)
     }
 
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         self.file.lseek(offset, whence)
     }
 }
@@ -210,7 +214,7 @@ impl ContainerHandle {
         r: ReadReq,
         buf: &mut Vec<u8>,
         later: &mut Deferred,
-    ) -> Result<Filled, i32> {
+    ) -> Result<Filled, Error> {
         let (c, sp) = (&self.container, &self.stamp_path);
         let ReadReq { offset, size, .. } = r;
         // A source rewritten or truncated under an open handle: EIO
@@ -255,28 +259,28 @@ impl ContainerHandle {
                     &key,
                     &format!("{e} (read of {n} bytes at offset {offset} fails with EIO; further failures like this are not logged)"),
                 );
-                Err(e.errno())
+                Err(e.into())
             }
         }
     }
 
     /// `SEEK_DATA` / `SEEK_HOLE`: zero chunks are holes.
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         let c = &self.container;
         let len = c.len() as i64;
         if offset < 0 || offset >= len {
-            return Err(libc::ENXIO);
+            return Err(Error::past_end());
         }
         match whence {
             libc::SEEK_SET => Ok(offset),
             libc::SEEK_DATA | libc::SEEK_HOLE => {
                 match c.seek_hole_or_data(offset as u64, whence == libc::SEEK_HOLE) {
                     Ok(Some(at)) => Ok(at as i64),
-                    Ok(None) => Err(libc::ENXIO),
-                    Err(e) => Err(e.errno()),
+                    Ok(None) => Err(Error::past_end()),
+                    Err(e) => Err(e.into()),
                 }
             }
-            _ => Err(libc::EINVAL),
+            _ => Err(Error::invalid()),
         }
     }
 }

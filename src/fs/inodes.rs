@@ -44,12 +44,12 @@ impl Inodes {
         &self.root
     }
 
-    pub(super) fn path_of(&self, ino: u64) -> Result<PathBuf, i32> {
+    pub(super) fn path_of(&self, ino: u64) -> Result<PathBuf, Error> {
         self.nodes
             .read()
             .get(&ino)
             .map(|n| n.path.clone())
-            .ok_or(libc::ENOENT)
+            .ok_or_else(Error::not_found)
     }
 
     /// The directory `ino` was last looked up in (the root for one not held).

@@ -6,16 +6,16 @@ impl Fs {
     /// The target of link `ino`; when it is relative and names, inside the
     /// source, a container presented under another name, with its last
     /// component rewritten to that name (the link would dangle otherwise).
-    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, i32> {
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>, Error> {
         let path = self.path_of(ino)?;
         if self.tree.hides(&path) {
-            return Err(libc::ESTALE);
+            return Err(Error::stale());
         }
         let target = self
             .tree
             .read_link(&path)
             .map(|t| t.into_os_string().into_vec())
-            .map_err(|e| errno_of(&e))?;
+            .map_err(Error::from)?;
         Ok(self.presented_target(&path, &target).unwrap_or(target))
     }
 

@@ -65,7 +65,7 @@ const LISTING_TTL: Duration = Duration::from_secs(1);
 impl Fs {
     /// The presented listing of directory `ino` (cached until the source
     /// directory changes).
-    pub(super) fn listing(&self, ino: u64) -> Result<Arc<DirListing>, i32> {
+    pub(super) fn listing(&self, ino: u64) -> Result<Arc<DirListing>, Error> {
         let path = self.path_of(ino)?;
         let (stamp, cached) = self.cached_listing(ino, &path)?;
         if let Some(l) = cached {
@@ -75,7 +75,7 @@ impl Fs {
         // large directory's listings would double the daemon's memory.
         self.listings.remove(ino);
         self.listings.built.fetch_add(1, Ordering::Relaxed);
-        let found = self.with_fds(|| self.tree.list(&path).map_err(|e| errno_of(&e)))?;
+        let found = self.with_fds(|| self.tree.list(&path).map_err(Error::from))?;
         let mut raw = self.stat_all(&path, found)?;
         raw.sort_by(|a, b| a.0.cmp(&b.0));
         let entries: Vec<_> = names::assign(raw, |(w, _)| naming(w))
@@ -107,7 +107,7 @@ impl Fs {
     /// Each thread takes its share of the names, and their results join
     /// one vector one share at a time: a directory of a million entries is
     /// not held twice.
-    fn stat_all(&self, dir: &Path, mut found: Vec<OsString>) -> Result<Vec<Entered>, i32> {
+    fn stat_all(&self, dir: &Path, mut found: Vec<OsString>) -> Result<Vec<Entered>, Error> {
         let workers = self.tree.listing_workers(found.len());
         let per = found.len().div_ceil(workers).max(1);
         let mut parts = Vec::with_capacity(workers);
@@ -123,24 +123,24 @@ impl Fs {
                 .collect();
             let mut all = Vec::with_capacity(total);
             for h in hs {
-                all.extend(h.join().unwrap_or(Err(libc::EIO))?);
+                all.extend(h.join().unwrap_or(Err(Error::io()))?);
             }
             Ok(all)
         })
     }
 
     /// [`Fs::stat_all`] of one share of the names.
-    fn stat_part(&self, dir: &Path, part: Vec<OsString>) -> Result<Vec<Entered>, i32> {
+    fn stat_part(&self, dir: &Path, part: Vec<OsString>) -> Result<Vec<Entered>, Error> {
         let mut out = Vec::with_capacity(part.len());
         for name in part {
             let p = &dir.join(&name);
             // Gone between the listing and its stat: not an entry. Any
             // other failure fails the listing (a store that died while
             // listed gives EIO, not a directory missing entries).
-            let md = match self.tree.stat(p) {
+            let md = match self.tree.stat(p).map_err(Error::from) {
                 Ok(md) => md,
-                Err(e) if errno_of(&e) == libc::ENOENT => continue,
-                Err(e) => return Err(errno_of(&e)),
+                Err(e) if e.is_not_found() => continue,
+                Err(e) => return Err(e),
             };
             if !presented(&md) {
                 continue;
@@ -157,7 +157,7 @@ impl Fs {
         &self,
         ino: u64,
         path: &Path,
-    ) -> Result<(Stamp, Option<Arc<DirListing>>), i32> {
+    ) -> Result<(Stamp, Option<Arc<DirListing>>), Error> {
         // A directory renamed or replaced since the kernel looked it up
         // under this path: its names must not be looked up in whatever
         // directory holds the path now.

@@ -60,14 +60,14 @@ impl Fs {
     /// names that could be presented as `name` are looked at
     /// ([`names::resolve`]): the first lookup in a large directory does not
     /// wait for every file in it to be probed.
-    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(PathBuf, Option<bool>), i32> {
+    fn source_of(&self, parent: u64, name: &OsStr) -> Result<(PathBuf, Option<bool>), Error> {
         // Not entries of any listing, and not to be joined to a path.
         if name.is_empty() || name == "." || name == ".." || name.as_bytes().contains(&b'/') {
-            return Err(libc::ENOENT);
+            return Err(Error::not_found());
         }
         let dir = self.path_of(parent)?;
         let listed = |l: &DirListing| {
-            let e = l.find(name).ok_or(libc::ENOENT)?;
+            let e = l.find(name).ok_or_else(Error::not_found)?;
             let (src, what) = (&e.source, &e.what);
             Ok((dir.join(src), Some(what.is_container())))
         };
@@ -77,16 +77,16 @@ impl Fs {
         // A probe that ran out of descriptors, or a source that cannot
         // answer (a remote store down): the lookup fails with that, not
         // ENOENT, and looks at no other name.
-        let failed = std::cell::Cell::new(None);
+        let mut failed = None;
         let look = |src: &OsStr| {
             let p = dir.join(src);
-            if failed.get().is_some() || self.tree.hides(&p) {
+            if failed.is_some() || self.tree.hides(&p) {
                 return None;
             }
-            let md = match self.tree.stat(&p) {
+            let md = match self.tree.stat(&p).map_err(Error::from) {
                 Ok(md) => md,
-                Err(e) if matches!(errno_of(&e), libc::EIO | libc::ETIMEDOUT) => {
-                    failed.set(Some(errno_of(&e)));
+                Err(e) if e.unanswered() => {
+                    failed = Some(e);
                     return None;
                 }
                 Err(_) => return None,
@@ -97,26 +97,26 @@ impl Fs {
             match self.classify(&p, &md) {
                 Ok(w) => Some(naming(&w)),
                 Err(e) => {
-                    failed.set(Some(e));
+                    failed = Some(e);
                     None
                 }
             }
         };
         let found = names::resolve(name, look);
-        if let Some(e) = failed.get() {
+        if let Some(e) = failed {
             return Err(e);
         }
         match found {
-            Ok(found) => Ok((dir.join(found.ok_or(libc::ENOENT)?), None)),
+            Ok(found) => Ok((dir.join(found.ok_or_else(Error::not_found)?), None)),
             Err(()) => listed(&*self.listing(parent)?),
         }
     }
 
-    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, i32> {
+    pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr, Error> {
         for attempt in 0..2 {
             let (path, listed) = self.source_of(parent, name)?;
             if self.tree.hides(&path) {
-                return Err(libc::ENOENT);
+                return Err(Error::not_found());
             }
             // Attributes are always fresh; the listing only maps the name.
             let md = match self.tree.stat(&path) {
@@ -125,7 +125,7 @@ impl Fs {
                     self.listings.remove(parent);
                     continue;
                 }
-                Err(e) => return Err(errno_of(&e)),
+                Err(e) => return Err(e.into()),
             };
             let what = self.classify(&path, &md)?;
             if attempt == 0 && listed.is_some_and(|c| c != what.is_container()) {
@@ -138,12 +138,12 @@ impl Fs {
             self.inodes.looked_up([(ino, path)], parent);
             return Ok(attr);
         }
-        Err(libc::ENOENT)
+        Err(Error::not_found())
     }
 
     /// What `ino` is now (re-read from the source; `ESTALE` as
     /// [`Fs::source_md`]).
-    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, Shown, Meta), i32> {
+    pub(super) fn what_of(&self, ino: u64) -> Result<(PathBuf, Shown, Meta), Error> {
         let path = self.path_of(ino)?;
         let md = self.source_md(ino, &path)?;
         let what = if ino == ROOT_INO {
@@ -161,21 +161,21 @@ impl Fs {
     /// a hard-linked file under its name that is left.
     /// A path at or below a FUSE mount inside the source is not looked at
     /// (`ESTALE`: the kernel looks the name up again, and does not find it).
-    pub(super) fn source_md(&self, ino: u64, path: &Path) -> Result<Meta, i32> {
+    pub(super) fn source_md(&self, ino: u64, path: &Path) -> Result<Meta, Error> {
         if ino != ROOT_INO && self.tree.hides(path) {
-            return Err(libc::ESTALE);
+            return Err(Error::stale());
         }
-        let md = self.tree.stat(path).map_err(|e| match errno_of(&e) {
-            libc::ENOENT if ino != ROOT_INO => libc::ESTALE,
-            n => n,
+        let md = self.tree.stat(path).map_err(|e| match Error::from(e) {
+            e if e.is_not_found() && ino != ROOT_INO => Error::stale(),
+            e => e,
         })?;
         if ino != ROOT_INO && self.ino_for(&md) != ino {
-            return Err(libc::ESTALE);
+            return Err(Error::stale());
         }
         Ok(md)
     }
 
-    pub fn getattr(&self, ino: u64) -> Result<Attr, i32> {
+    pub fn getattr(&self, ino: u64) -> Result<Attr, Error> {
         let (path, what, md) = self.what_of(ino)?;
         Ok(self.attr_of(ino, &what, &md, &path))
     }
@@ -184,9 +184,9 @@ impl Fs {
     /// path is gone or names another file, the attributes the file had
     /// when this handle opened it (the handle still reads that version or
     /// fails), not an error.
-    pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, i32> {
+    pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr, Error> {
         match self.getattr(ino) {
-            Err(e) if e == libc::ESTALE || e == libc::ENOENT => {
+            Err(e) if e.is_stale() || e.is_not_found() => {
                 fh.and_then(|fh| self.handles.attr(fh)).ok_or(e)
             }
             r => r,

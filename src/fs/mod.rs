@@ -1,6 +1,7 @@
 //! The presented tree: inodes, names, attributes and reads, as plain Rust
-//! results (errno on failure). `crate::fuse` adapts this to the kernel; the
-//! logic here is tested without a mount.
+//! results (an [`Error`] carrying the errno on failure: `error.rs` is where
+//! errors become errno). `crate::fuse` adapts this to the kernel; the logic
+//! here is tested without a mount.
 //!
 //! Directories mirror SOURCE. Every container (detected by content) is a
 //! regular read-only file of its uncompressed bytes, named after its source
@@ -14,7 +15,7 @@ use crate::names;
 use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
-use blosc_decode::io::{self, errno_of, Stamp};
+use blosc_decode::io::{self, Stamp};
 use blosc_decode::srcdir::Caller;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod containers;
 mod dirs;
+mod error;
 mod handle;
 mod inodes;
 mod links;
@@ -44,6 +46,7 @@ mod zarr;
 use containers::OpenContainers;
 use dirs::DirHandle;
 pub use dirs::DirItem;
+pub use error::{Error, ToErrno};
 use handle::{ContainerHandle, Handle, Handles, PlainHandle};
 use inodes::Inodes;
 use listing::{DirListing, Listings};
@@ -209,11 +212,6 @@ impl Warnings {
     }
 }
 
-/// Did an operation fail for want of file descriptors?
-fn exhausted(errno: i32) -> bool {
-    errno == libc::EMFILE || errno == libc::ENFILE
-}
-
 impl Fs {
     pub fn new(root: &Path, opts: &FsOptions) -> std::io::Result<Fs> {
         let root = root.canonicalize()?;
@@ -258,7 +256,7 @@ impl Fs {
         self.inodes.root()
     }
 
-    fn path_of(&self, ino: u64) -> Result<PathBuf, i32> {
+    fn path_of(&self, ino: u64) -> Result<PathBuf, Error> {
         self.inodes.path_of(ino)
     }
 

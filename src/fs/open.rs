@@ -19,8 +19,8 @@ impl Fs {
         ino: u64,
         path: &Path,
         md: &Meta,
-    ) -> Result<Option<Arc<Container>>, i32> {
-        let stamp = self.stamp_of(path, md).ok_or(libc::ENOENT)?;
+    ) -> Result<Option<Arc<Container>>, Error> {
+        let stamp = self.stamp_of(path, md).ok_or_else(Error::not_found)?;
         if self.containers.is_broken(ino, stamp) {
             return Ok(None);
         }
@@ -32,8 +32,8 @@ impl Fs {
         let _ = self.with_fds(|| {
             let r = self.tree.open_container(path, md, &self.env);
             let e = match &r {
-                Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
-                    Err(e.errno())
+                Err(e) if e.kind == blosc_decode::ErrorKind::Io && error::out_of_fds(e.errno()) => {
+                    Err(Error::from(e.clone()))
                 }
                 _ => Ok(()),
             };
@@ -54,10 +54,10 @@ impl Fs {
                 ) =>
             {
                 // (Running out of descriptors is logged once, by `with_fds`.)
-                if !exhausted(e.errno()) {
+                if !error::out_of_fds(e.errno()) {
                     self.warn_once(&e.to_string(), &e.to_string());
                 }
-                return Err(e.errno());
+                return Err(e.into());
             }
             Err(e) => {
                 self.mark_broken(ino, stamp, path, &e.in_file(path).to_string());
@@ -85,7 +85,7 @@ impl Fs {
 
     /// Open `ino` for reading: returns a handle and whether the kernel may
     /// keep its page cache (the content is unchanged since it was last open).
-    pub fn open(&self, ino: u64, write: bool) -> Result<(u64, bool), i32> {
+    pub fn open(&self, ino: u64, write: bool) -> Result<(u64, bool), Error> {
         self.open_as(ino, write, None)
     }
 
@@ -98,28 +98,28 @@ impl Fs {
         ino: u64,
         write: bool,
         caller: Option<&Caller>,
-    ) -> Result<(u64, bool), i32> {
+    ) -> Result<(u64, bool), Error> {
         if write {
-            return Err(libc::EROFS);
+            return Err(Error::read_only());
         }
         let (path, what, md) = self.what_of(ino)?;
         match &what {
-            Shown::Dir => return Err(libc::EISDIR),
-            Shown::Symlink => return Err(libc::ELOOP),
+            Shown::Dir => return Err(Error::is_dir()),
+            Shown::Symlink => return Err(Error::symlink()),
             _ => {}
         }
         let fresh = self.attr_of(ino, &what, &md, &path);
         if caller.is_some_and(|c| !c.may_read(fresh.perm, fresh.uid, fresh.gid)) {
-            return Err(libc::EACCES);
+            return Err(Error::denied());
         }
         let h = match &what {
             // (Directories and links returned above.)
             Shown::Plain | Shown::Dir | Shown::Symlink => {
                 let (file, fmd) =
-                    self.with_fds(|| self.tree.open_plain(&path).map_err(|e| errno_of(&e)))?;
+                    self.with_fds(|| self.tree.open_plain(&path).map_err(Error::from))?;
                 // The file checked (not a link), not one put in its place since.
                 if !fmd.same_file(&md) {
-                    return Err(libc::ESTALE);
+                    return Err(Error::stale());
                 }
                 Handle::Plain(PlainHandle {
                     file,
@@ -130,9 +130,9 @@ impl Fs {
             Shown::Container(p) => {
                 // One that fails to open: listed as its probe says, and its
                 // opens fail (a raw view would be another size than listed).
-                let c = self.container(ino, &path, &md)?.ok_or(libc::EIO)?;
+                let c = self.container(ino, &path, &md)?.ok_or_else(Error::io)?;
                 if c.len() != p.len {
-                    let stamp = self.stamp_of(&path, &md).ok_or(libc::ENOENT)?;
+                    let stamp = self.stamp_of(&path, &md).ok_or_else(Error::not_found)?;
                     let why = format!(
                         "{}: presents {} bytes but is listed with {}",
                         path.display(),
@@ -141,7 +141,7 @@ impl Fs {
                     );
                     self.forget_container(ino, &c);
                     self.mark_broken(ino, stamp, &path, &why);
-                    return Err(libc::EIO);
+                    return Err(Error::io());
                 }
                 let sp = if md.is_dir() {
                     path.join("chunks.b2frame")
@@ -178,8 +178,8 @@ impl Fs {
     }
 
     /// Log once that `path` changed under an open handle (`why`, if any),
-    /// and the errno its reads fail with until it is reopened.
-    pub(super) fn changed_while_open(&self, path: &Path, why: &str) -> i32 {
+    /// and the error its reads fail with until it is reopened (`EIO`).
+    pub(super) fn changed_while_open(&self, path: &Path, why: &str) -> Error {
         let why = if why.is_empty() {
             String::new()
         } else {
@@ -190,14 +190,14 @@ impl Fs {
             path.display()
         );
         self.warn_once(&msg, &msg);
-        libc::EIO
+        Error::io()
     }
 
     pub fn release(&self, fh: u64) {
         self.handles.remove_file(fh);
     }
 
-    pub(super) fn handle(&self, fh: u64) -> Result<Arc<Handle>, i32> {
+    pub(super) fn handle(&self, fh: u64) -> Result<Arc<Handle>, Error> {
         self.handles.file(fh)
     }
 }

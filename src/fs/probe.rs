@@ -37,7 +37,7 @@ impl Fs {
     /// change while the file does not. Out of file descriptors (after
     /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
     /// is cached: the file is not taken for a plain one for good.
-    pub(super) fn probe(&self, path: &Path, md: &Meta) -> Result<Option<Probe>, i32> {
+    pub(super) fn probe(&self, path: &Path, md: &Meta) -> Result<Option<Probe>, Error> {
         if md.is_file() && md.len < detect::MIN_LEN {
             return Ok(None);
         }
@@ -50,8 +50,8 @@ impl Fs {
         }
         self.probes.run.fetch_add(1, Ordering::Relaxed);
         let probed = self.with_fds(|| match self.tree.probe(path, md) {
-            Err(e) if e.kind == blosc_decode::ErrorKind::Io && exhausted(e.errno()) => {
-                Err(e.errno())
+            Err(e) if e.kind == blosc_decode::ErrorKind::Io && error::out_of_fds(e.errno()) => {
+                Err(Error::from(e))
             }
             r => Ok(r),
         })?;
@@ -59,7 +59,7 @@ impl Fs {
             Ok(p) => p,
             // A file refused by the rules for links (`srcdir`), or a
             // failing disk: worth a line.
-            Err(e) if e.kind == blosc_decode::ErrorKind::Io && e.errno == Some(libc::EIO) => {
+            Err(e) if error::names_eio(&e) => {
                 self.warn_once(
                     &format!("probe:{}:{stamp:?}", path.display()),
                     &format!("{e} (not presented as a container)"),
@@ -89,13 +89,13 @@ impl Fs {
 
     /// Run `f`; if it ran out of file descriptors, release those of idle
     /// containers and run it once more.
-    pub(super) fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, i32>) -> Result<T, i32> {
+    pub(super) fn with_fds<T>(&self, mut f: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
         match f() {
-            Err(e) if exhausted(e) => {
+            Err(e) if e.out_of_fds() => {
                 let n = self.containers.drop_idle(|_| true);
                 self.warn_once(
                     "fds-exhausted",
-                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", std::io::Error::from_raw_os_error(e)),
+                    &format!("out of file descriptors ({}): closed {n} idle containers and retried (raise the limit, ulimit -n, to keep more open; further shortages are not logged)", e),
                 );
                 f()
             }
@@ -105,7 +105,7 @@ impl Fs {
 
     /// What a source entry is presented as.
     /// (Fails only when out of file descriptors: `EMFILE`, `ENFILE`.)
-    pub(super) fn classify(&self, path: &Path, md: &Meta) -> Result<Shown, i32> {
+    pub(super) fn classify(&self, path: &Path, md: &Meta) -> Result<Shown, Error> {
         Ok(if md.is_symlink() {
             Shown::Symlink
         } else if md.is_dir() {

@@ -14,7 +14,7 @@ impl Fs {
         offset: u64,
         size: u32,
         buf: &mut Vec<u8>,
-    ) -> Result<Filled, i32> {
+    ) -> Result<Filled, Error> {
         self.read_request(fh, offset, size, false, buf, &mut Deferred::none())
     }
 
@@ -37,7 +37,7 @@ impl Fs {
         paged: bool,
         buf: &mut Vec<u8>,
         later: &mut Deferred,
-    ) -> Result<Filled, i32> {
+    ) -> Result<Filled, Error> {
         let r = ReadReq {
             offset,
             size,
@@ -46,7 +46,7 @@ impl Fs {
         self.handle(fh)?.read(self, r, buf, later)
     }
 
-    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, i32> {
+    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>, Error> {
         let mut v = Vec::new();
         match self.read_into(fh, offset, size, &mut v)? {
             Filled::Buf => {}
@@ -66,7 +66,7 @@ impl Fs {
     }
 
     /// `SEEK_DATA` / `SEEK_HOLE`: zero chunks are holes.
-    pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, i32> {
+    pub fn lseek(&self, fh: u64, offset: i64, whence: i32) -> Result<i64, Error> {
         self.handle(fh)?.lseek(offset, whence)
     }
 }

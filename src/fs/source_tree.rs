@@ -6,6 +6,7 @@
 //! a directory descriptor, `O_NOFOLLOW` and fifo refusal, paths longer than
 //! `PATH_MAX`) stays inside [`LocalTree`].
 
+use super::Error;
 use super::Statfs;
 use crate::mount_table::FuseMounts;
 use blosc_decode::container::{Container, Env};
@@ -136,9 +137,8 @@ pub trait RawFile: Send + Sync {
     fn meta(&self) -> std::io::Result<Meta>;
     /// Read into `buf` from `offset`; fewer bytes at its end.
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
-    /// `lseek(2)` (`SEEK_DATA` and `SEEK_HOLE` included), as an errno on
-    /// failure.
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32>;
+    /// `lseek(2)` (`SEEK_DATA` and `SEEK_HOLE` included).
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error>;
 }
 
 impl RawFile for File {
@@ -150,12 +150,12 @@ impl RawFile for File {
         std::os::unix::fs::FileExt::read_at(self, buf, offset)
     }
 
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         let fd = std::os::fd::AsRawFd::as_raw_fd(self);
         // SAFETY: `fd` is the open descriptor `self` owns.
         let r = unsafe { libc::lseek(fd, offset, whence) };
         if r < 0 {
-            Err(io::last_errno())
+            Err(std::io::Error::last_os_error().into())
         } else {
             Ok(r)
         }
@@ -259,18 +259,18 @@ pub(super) fn read_clipped(
 }
 
 /// `lseek(2)` in a file of `len` bytes without holes.
-pub(super) fn lseek_whole(len: u64, offset: i64, whence: i32) -> Result<i64, i32> {
+pub(super) fn lseek_whole(len: u64, offset: i64, whence: i32) -> Result<i64, Error> {
     let len = len as i64;
     match whence {
         libc::SEEK_DATA if offset < len && offset >= 0 => Ok(offset),
         libc::SEEK_HOLE if offset < len && offset >= 0 => Ok(len),
-        libc::SEEK_DATA | libc::SEEK_HOLE => Err(libc::ENXIO),
+        libc::SEEK_DATA | libc::SEEK_HOLE => Err(Error::past_end()),
         libc::SEEK_SET if offset >= 0 => Ok(offset),
         libc::SEEK_END => len
             .checked_add(offset)
             .filter(|&o| o >= 0)
-            .ok_or(libc::EINVAL),
-        _ => Err(libc::EINVAL),
+            .ok_or_else(Error::invalid),
+        _ => Err(Error::invalid()),
     }
 }
 

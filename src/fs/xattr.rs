@@ -22,7 +22,7 @@ pub struct Statfs {
 
 impl Fs {
     /// Extended attributes of `ino` (name, value).
-    pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, i32> {
+    pub fn xattrs(&self, ino: u64) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let mut out = Vec::new();
         if ino == ROOT_INO {
             let mut stats = self.env.stats.render(&self.env.cache);
@@ -70,21 +70,21 @@ impl Fs {
         Ok(out)
     }
 
-    pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, i32> {
+    pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, Error> {
         // Tools ask for security.* and system.* attributes on every file
         // (`ls -l`): answer those without opening the container.
         if !name.as_bytes().starts_with(b"user.blosc") {
-            return Err(libc::ENODATA);
+            return Err(Error::no_attribute());
         }
         self.xattrs(ino)?
             .into_iter()
             .find(|(n, _)| n.as_bytes() == name.as_bytes())
             .map(|(_, v)| v)
-            .ok_or(libc::ENODATA)
+            .ok_or_else(Error::no_attribute)
     }
 
     /// NUL-separated attribute names.
-    pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>, i32> {
+    pub fn listxattr(&self, ino: u64) -> Result<Vec<u8>, Error> {
         let mut v = Vec::new();
         for (n, _) in self.xattrs(ino)? {
             v.extend_from_slice(n.as_bytes());
@@ -95,7 +95,7 @@ impl Fs {
 
     /// Statistics of the source file system, as the mount presents them
     /// (nothing free: it is read-only).
-    pub fn statfs(&self) -> Result<Statfs, i32> {
-        self.tree.statfs().map_err(|e| errno_of(&e))
+    pub fn statfs(&self) -> Result<Statfs, Error> {
+        self.tree.statfs().map_err(Error::from)
     }
 }

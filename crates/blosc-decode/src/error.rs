@@ -4,8 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// What went wrong, coarsely: the FUSE adapter maps every kind to `EIO`
-/// except `NotFound`.
+/// What went wrong, coarsely: [`Error::errno`] is `EIO` for every kind
+/// but `Io`, which keeps the errno of the failure it stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The input ends before a structure it declares.
@@ -149,7 +149,7 @@ impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         let mut err = Error::new(ErrorKind::Io, e.to_string());
-        err.errno = e.raw_os_error();
+        err.errno = stated_errno(&e);
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
             err.kind = ErrorKind::Truncated;
             err.reason = "unexpected end of file".into();
@@ -174,6 +174,47 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An `std::io::Error` that stands for `errno`, with a message of its own
+/// (a remote store's failure: no system call gave it an errno).
+pub fn io_err(errno: i32, msg: impl Into<String>) -> std::io::Error {
+    let kind = std::io::Error::from_raw_os_error(errno).kind();
+    std::io::Error::new(kind, Errno(errno, msg.into()))
+}
+
+/// The payload of an [`io_err`]: a message that remembers its errno, so an
+/// `std::io::Error` without `raw_os_error` still maps back to it.
+#[derive(Debug)]
+pub struct Errno(pub i32, pub String);
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+
+impl std::error::Error for Errno {}
+
+/// The errno an `std::io::Error` stands for: the system call's own; else
+/// the one an [`io_err`] was made with; else `ENOENT` for an error of kind
+/// `NotFound` and `EIO` for any other. The one mapping of I/O errors to
+/// errno, for every crate of the workspace.
+pub fn errno_of(e: &std::io::Error) -> i32 {
+    stated_errno(e).unwrap_or(libc::EIO)
+}
+
+/// [`errno_of`] but `None` where it would fall back to `EIO` (an error
+/// that names no errno, as [`Error::errno`] keeps it).
+fn stated_errno(e: &std::io::Error) -> Option<i32> {
+    if let Some(n) = e.raw_os_error() {
+        return Some(n);
+    }
+    match e.get_ref().and_then(|i| i.downcast_ref::<Errno>()) {
+        Some(Errno(n, _)) => Some(*n),
+        None if e.kind() == std::io::ErrorKind::NotFound => Some(libc::ENOENT),
+        None => None,
+    }
+}
 
 /// `ensure!(cond, kind_ctor, "fmt", args)`: return an error unless `cond` holds.
 #[macro_export]
@@ -215,5 +256,38 @@ mod tests {
             (ErrorKind::Io, libc::EIO, "refused")
         );
         assert_eq!(Error::changed("cut").kind, ErrorKind::Changed);
+    }
+
+    #[test]
+    fn every_kind_of_io_error_has_one_errno() {
+        use std::io::{Error as E, ErrorKind as K};
+        // (The error, its errno, and whether it names one.)
+        let table: [(E, i32, bool); 6] = [
+            (E::from_raw_os_error(libc::EACCES), libc::EACCES, true),
+            (E::from_raw_os_error(libc::EMFILE), libc::EMFILE, true),
+            (io_err(libc::ETIMEDOUT, "slow"), libc::ETIMEDOUT, true),
+            (io_err(libc::ENOTDIR, "an object"), libc::ENOTDIR, true),
+            (E::new(K::NotFound, "gone"), libc::ENOENT, true),
+            (E::other("odd"), libc::EIO, false),
+        ];
+        for (e, want, named) in table {
+            assert_eq!(errno_of(&e), want, "{e}");
+            let d = Error::from(e);
+            assert_eq!((d.kind, d.errno()), (ErrorKind::Io, want), "{d}");
+            assert_eq!(d.errno, named.then_some(want), "{d}");
+        }
+        let eof = Error::from(E::from(K::UnexpectedEof));
+        assert_eq!((eof.kind, eof.errno()), (ErrorKind::Truncated, libc::EIO));
+        for kind in [
+            ErrorKind::Truncated,
+            ErrorKind::Corrupt,
+            ErrorKind::Unsupported,
+            ErrorKind::Checksum,
+            ErrorKind::Changed,
+            ErrorKind::Missing,
+        ] {
+            assert_eq!(Error::new(kind, "x").errno(), libc::EIO, "{kind:?}");
+        }
+        assert_eq!(io_err(libc::ETIMEDOUT, "slow").to_string(), "slow");
     }
 }

@@ -1,8 +1,9 @@
 //! Building the clients for a location (and the Caterva2 login).
 
+use crate::error::invalid;
 use crate::fetch::Fetcher;
 use crate::location::{check_endpoint, check_region};
-use crate::net::{block_on, chain, io_err, Counters, Counting, Setup};
+use crate::net::{block_on, chain, Counters, Counting, Setup};
 use crate::page_cache::PageCache;
 use crate::redirect::Redirects;
 use crate::s3::Bucket;
@@ -43,7 +44,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
     let counters = Arc::new(Counters::default());
     let endpoint = match &loc {
         Location::S3 { .. } => s3_endpoint(&opts, |k| std::env::var(k).ok())
-            .map_err(|e| io_err(libc::EINVAL, format!("{loc}: {e}")))?,
+            .map_err(|e| invalid(format!("{loc}: {e}")))?,
         _ => None,
     };
     let web = match &loc {
@@ -70,10 +71,7 @@ pub fn connect(loc: Location, opts: Options) -> std::io::Result<Core> {
     if let Location::Caterva2 { url, .. } = &loc {
         if let Some(user) = &opts.user {
             let Some(file) = opts.password_file.clone() else {
-                return Err(io_err(
-                    libc::EINVAL,
-                    format!("{loc}: -o user= needs -o password_file="),
-                ));
+                return Err(invalid(format!("{loc}: -o user= needs -o password_file=")));
             };
             let s = Session::new(url, user, file);
             let login = Counting::new(&setup, counters.clone(), None)?;
@@ -137,7 +135,7 @@ fn backend(
                     Some(_) => "region",
                     None => "region (AWS_REGION or AWS_DEFAULT_REGION)",
                 };
-                check_region(what, &r).map_err(|e| io_err(libc::EINVAL, format!("{loc}: {e}")))?;
+                check_region(what, &r).map_err(|e| invalid(format!("{loc}: {e}")))?;
             }
             if let Some(e) = endpoint {
                 b = b
@@ -145,7 +143,10 @@ fn backend(
                     .with_allow_http(e.to_ascii_lowercase().starts_with("http://"))
                     .with_virtual_hosted_style_request(false);
             }
-            let store = b.clone().build().map_err(|e| os_err(loc, e))?;
+            let store = b
+                .clone()
+                .build()
+                .map_err(|e| invalid(format!("{loc}: {}", chain(&e))))?;
             let bucket = Arc::new(Bucket::new(&b, store, bucket));
             let (base, p) = (bucket.url.clone(), prefix.clone());
             let url_of = Box::new(move |key: &str| url::under(&base, &join(&p, key)));
@@ -208,7 +209,7 @@ fn s3_endpoint(
 
 /// The certificates of the PEM file `file` (`-o ca_file=`): at least one.
 fn authorities(file: &std::path::Path) -> std::io::Result<Vec<CertificateDer<'static>>> {
-    let bad = |why: String| io_err(libc::EINVAL, format!("ca_file {}: {why}", file.display()));
+    let bad = |why: String| invalid(format!("ca_file {}: {why}", file.display()));
     let rules = crate::optfile::Rules {
         option: "ca_file",
         max: crate::optfile::MAX_CA_FILE,
@@ -224,10 +225,6 @@ fn authorities(file: &std::path::Path) -> std::io::Result<Vec<CertificateDer<'st
         ));
     }
     Ok(certs)
-}
-
-fn os_err(loc: &Location, e: object_store::Error) -> std::io::Error {
-    io_err(libc::EINVAL, format!("{loc}: {}", chain(&e)))
 }
 
 #[cfg(test)]

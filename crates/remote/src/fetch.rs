@@ -314,7 +314,7 @@ mod tests {
         );
         let e = FetchError::Gone("404".into());
         assert_eq!(e.clone().into_io().kind(), std::io::ErrorKind::NotFound);
-        assert_eq!(crate::net::errno_of(&e.into_io()), libc::ENOENT);
+        assert_eq!(crate::errno_of(&e.into_io()), libc::ENOENT);
         let d = FetchError::Changed("x".into()).into_decode();
         assert_eq!(d.kind, blosc_decode::error::ErrorKind::Changed);
         let n = FetchError::NoRange("416".into()).named("GET x");

@@ -118,6 +118,7 @@
 
 mod answer;
 mod connect;
+mod error;
 mod fetch;
 mod handshake;
 mod hints;
@@ -140,8 +141,9 @@ mod session;
 mod tests;
 mod url;
 
+pub(crate) use error::errno_of;
 pub use location::{check_endpoint, check_region, Location};
-pub use net::{errno_of, Stats};
+pub use net::Stats;
 pub use object::RemoteObject;
 
 use fetch::Fetcher;

@@ -1,5 +1,6 @@
 //! The network runtime, request counting and error mapping.
 
+pub(crate) use crate::error::io_err;
 use crate::redirect::{Guarded, Redirects};
 use crate::session::Session;
 use object_store::client::{
@@ -226,7 +227,7 @@ impl HttpService for Counting {
 fn guarded(setup: &Setup) -> std::io::Result<HttpClient> {
     let client = setup
         .client()
-        .map_err(|e| io_err(libc::EINVAL, format!("cannot set up the HTTP client: {e}")))?;
+        .map_err(|e| crate::error::invalid(format!("cannot set up the HTTP client: {e}")))?;
     Ok(HttpClient::new(Guarded::new(client, setup.redirects)))
 }
 
@@ -282,38 +283,6 @@ pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         s.push_str(" (-o ca_file=PATH trusts a private certificate authority)");
     }
     s
-}
-
-/// An `std::io::Error` with `errno` and a message.
-pub fn io_err(errno: i32, msg: impl Into<String>) -> std::io::Error {
-    let msg = msg.into();
-    let kind = std::io::Error::from_raw_os_error(errno).kind();
-    std::io::Error::new(kind, Errno(errno, msg))
-}
-
-/// An error message that remembers its errno (so `raw_os_error`-less
-/// `std::io::Error`s still map back to it through [`errno_of`]).
-#[derive(Debug)]
-pub struct Errno(pub i32, pub String);
-
-impl std::fmt::Display for Errno {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.1)
-    }
-}
-
-impl std::error::Error for Errno {}
-
-/// The errno an `std::io::Error` made by this crate stands for.
-pub fn errno_of(e: &std::io::Error) -> i32 {
-    if let Some(n) = e.raw_os_error() {
-        return n;
-    }
-    match e.get_ref().and_then(|i| i.downcast_ref::<Errno>()) {
-        Some(Errno(n, _)) => *n,
-        None if e.kind() == std::io::ErrorKind::NotFound => libc::ENOENT,
-        None => libc::EIO,
-    }
 }
 
 /// The most read of an answer that is not a byte range: a manifest (a line

@@ -3,6 +3,7 @@
 
 use super::SFRAME_INDEX;
 use crate::fs::source_tree::{Meta, RawFile};
+use crate::fs::Error;
 use blosc_decode::io::Source;
 use blosc_decode::open::FrameFiles;
 use bloscfs_remote::{Object, Remote, RemoteObject};
@@ -25,7 +26,7 @@ impl RawFile for RemoteRaw {
         crate::fs::source_tree::read_clipped(self.obj.as_ref(), buf, offset)
     }
 
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         crate::fs::source_tree::lseek_whole(self.obj.len(), offset, whence)
     }
 }
@@ -51,7 +52,7 @@ impl FrameFiles for RemoteFrame {
         let o = self
             .objects
             .get(SFRAME_INDEX)
-            .ok_or_else(|| blosc_decode::Error::io(libc::ENOENT, "chunks.b2frame is missing"))?;
+            .ok_or_else(|| Error::not_found().in_source("chunks.b2frame is missing"))?;
         let src = self.remote.open(o);
         src.prefetch_open()?;
         Ok(src)
@@ -74,9 +75,6 @@ impl Source for Missing {
     }
 
     fn read_exact_at(&self, _offset: u64, _buf: &mut [u8]) -> blosc_decode::Result<()> {
-        Err(blosc_decode::Error::io(
-            libc::EIO,
-            format!("chunk file {} is missing", self.0),
-        ))
+        Err(Error::io().in_source(format!("chunk file {} is missing", self.0)))
     }
 }

@@ -3,7 +3,8 @@
 //! and the gate that has one listing of a directory made at a time and
 //! shared by every thread that asked for it while it ran.
 
-use super::{os_err, Node, RemoteTree, Seen, PRUNE_AT};
+use super::{logged, Node, RemoteTree, Seen, PRUNE_AT};
+use crate::fs::ToErrno;
 use bloscfs_remote::{Listing, Object};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -156,7 +157,7 @@ impl Failed {
     fn new(e: &std::io::Error) -> Failed {
         Failed {
             ended: Instant::now(),
-            errno: e.raw_os_error().unwrap_or(libc::EIO),
+            errno: e.to_errno(),
         }
     }
 
@@ -245,7 +246,7 @@ impl RemoteTree {
             return Err(std::io::Error::from_raw_os_error(f.errno));
         }
         let started = Instant::now();
-        match self.remote.list(dir).map_err(os_err) {
+        match self.remote.list(dir).inspect_err(logged) {
             Ok(listing) => Ok(self.keep(dir, listing, started)),
             Err(e) => {
                 *failed = Some(Failed::new(&e));
@@ -285,7 +286,7 @@ impl RemoteTree {
             return Ok(true);
         }
         let started = Instant::now();
-        let Some(listing) = self.remote.list_start(dir, "").map_err(os_err)? else {
+        let Some(listing) = self.remote.list_start(dir, "").inspect_err(logged)? else {
             let mut big = self.big.lock();
             if big.len() >= PRUNE_AT {
                 big.clear();
@@ -321,7 +322,7 @@ impl RemoteTree {
             return Ok(true);
         }
         let began = Instant::now();
-        let Some(listing) = self.remote.list_start(dir, start).map_err(os_err)? else {
+        let Some(listing) = self.remote.list_start(dir, start).inspect_err(logged)? else {
             return Ok(false);
         };
         let n = self.remember_listing(dir, listing);

@@ -12,6 +12,7 @@ mod listed;
 mod perms;
 
 use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
+use super::Error;
 use super::Statfs;
 use crate::config::Perms;
 use blosc_decode::container::{Container, Env};
@@ -177,7 +178,7 @@ impl RemoteTree {
                 break;
             }
         }
-        let node = match self.remote.stat(key).map_err(os_err) {
+        let node = match self.remote.stat(key).inspect_err(logged) {
             Ok(Entry::Dir) => Node::Dir,
             Ok(Entry::Object(o)) => Node::Object(o),
             Err(e) => {
@@ -281,23 +282,19 @@ fn time_of(t: SystemTime) -> Time {
     }
 }
 
-/// A remote error as the errno it stands for (the presented tree replies
-/// with `raw_os_error`), its message logged unless it says "not there".
-fn os_err(e: std::io::Error) -> std::io::Error {
-    if e.raw_os_error().is_some() {
-        return e;
-    }
-    let n = bloscfs_remote::errno_of(&e);
-    if n == libc::ENOENT {
+/// Log a remote store's failure (its text says which request failed and
+/// why; the error keeps its errno for the reply): at debug level when it
+/// says "not there", an everyday answer.
+fn logged(e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::NotFound {
         log::debug!("{e}");
     } else {
         log::warn!("{e}");
     }
-    std::io::Error::from_raw_os_error(n)
 }
 
 fn enoent() -> std::io::Error {
-    std::io::Error::from_raw_os_error(libc::ENOENT)
+    std::io::Error::from(Error::not_found())
 }
 
 fn err_in(e: std::io::Error, path: &Path) -> blosc_decode::Error {
@@ -328,7 +325,7 @@ impl SourceTree for RemoteTree {
     }
 
     fn read_link(&self, _path: &Path) -> std::io::Result<PathBuf> {
-        Err(std::io::Error::from_raw_os_error(libc::EINVAL))
+        Err(std::io::Error::from(Error::invalid()))
     }
 
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
@@ -377,10 +374,9 @@ impl SourceTree for RemoteTree {
             Err(e) if e.kind == blosc_decode::ErrorKind::Changed => {
                 self.forget(&key);
                 log::debug!("{}: {e}", path.display());
-                return Err(
-                    blosc_decode::Error::io(libc::ESTALE, "replaced since it was listed")
-                        .in_file(path),
-                );
+                return Err(Error::stale()
+                    .in_source("replaced since it was listed")
+                    .in_file(path));
             }
             r => r.map_err(|e| e.in_file(path))?,
         }
@@ -401,7 +397,7 @@ impl SourceTree for RemoteTree {
                     meta,
                 ))
             }
-            Node::Dir => Err(std::io::Error::from_raw_os_error(libc::EISDIR)),
+            Node::Dir => Err(std::io::Error::from(Error::is_dir())),
         }
     }
 

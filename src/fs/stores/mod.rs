@@ -21,6 +21,7 @@
 mod store;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
+use super::Error;
 use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
@@ -72,7 +73,7 @@ pub struct StoreTree {
 }
 
 fn enoent() -> std::io::Error {
-    std::io::Error::from_raw_os_error(libc::ENOENT)
+    std::io::Error::from(Error::not_found())
 }
 
 impl StoreTree {
@@ -290,7 +291,7 @@ impl RawFile for LeafFile {
         super::source_tree::read_clipped(self.src.as_ref(), buf, offset)
     }
 
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         super::source_tree::lseek_whole(self.src.len(), offset, whence)
     }
 }
@@ -312,7 +313,7 @@ impl SourceTree for StoreTree {
                 .dirs
                 .get(&l.rel)
                 .map(|names| names.iter().cloned().collect())
-                .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOTDIR)),
+                .ok_or_else(|| std::io::Error::from(Error::not_dir())),
             None => self.inner.list(dir),
         }
     }
@@ -329,7 +330,7 @@ impl SourceTree for StoreTree {
 
     fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
         match self.answers(path) {
-            true => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            true => Err(std::io::Error::from(Error::invalid())),
             false => self.inner.read_link(path),
         }
     }
@@ -373,7 +374,7 @@ impl SourceTree for StoreTree {
                 }),
                 meta,
             )),
-            Ok(None) => Err(std::io::Error::from_raw_os_error(libc::EISDIR)),
+            Ok(None) => Err(std::io::Error::from(Error::is_dir())),
             Err(e) => {
                 log::warn!("{}: {e}", path.display());
                 Err(std::io::Error::from_raw_os_error(e.errno()))

@@ -210,7 +210,7 @@ impl SourceTree for ZarrTree {
         }
         let (dir, meta) = self
             .array_of(path)
-            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?;
+            .ok_or_else(|| std::io::Error::from(crate::fs::Error::not_found()))?;
         let store = npy::TreeStore {
             tree: self.inner.clone(),
             dir,

@@ -6,6 +6,7 @@
 //! not shown, with one log line saying why.
 
 use super::super::source_tree::{lseek_whole, EntryKind, Meta, RawFile, SourceTree};
+use crate::fs::Error;
 use blosc_decode::io::Stamp;
 use bloscfs_zarr::meta::MAX_META_BYTES;
 use bloscfs_zarr::store::read_bounded;
@@ -148,7 +149,7 @@ impl RawFile for NpyFile {
         })
     }
 
-    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, i32> {
+    fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {
         lseek_whole(self.array.npy_len(), offset, whence)
     }
 }

@@ -9,7 +9,7 @@
 //! page-cache pages nor copies out of them, and the read costs about the
 //! disk's time alone.
 
-use crate::error::{Error, Result};
+use crate::error::{errno_of, Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -50,11 +50,6 @@ pub fn page_size() -> u64 {
 /// is known), for a filesystem reply.
 pub fn last_errno() -> i32 {
     errno_of(&std::io::Error::last_os_error())
-}
-
-/// The errno of an I/O error (`EIO` if it carries none), for a filesystem reply.
-pub fn errno_of(e: &std::io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// How a read may use the kernel's page cache (`-o source_io=`; a container
