@@ -332,7 +332,7 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
         }
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
-    if let Some(text) = blosc_decode::report::render_carrier(&file) {
+    if let Some(text) = crate::report::render_carrier(&file) {
         print!("{text}");
         return Ok(());
     }
@@ -341,10 +341,7 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     }
     let env = Env::new(16 << 20);
     let t = open_target(&file, &remote, &env)?;
-    print!(
-        "{}",
-        blosc_decode::report::render_info(&t.container, chunks)
-    );
+    print!("{}", crate::report::render_info(&t.container, chunks));
     if stats {
         print_stats(t.remote.as_ref());
     }

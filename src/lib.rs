@@ -14,3 +14,4 @@ pub mod mount;
 pub mod mount_table;
 pub mod names;
 pub mod options;
+pub mod report;

@@ -51,6 +51,7 @@ pub mod detect;
 pub mod error;
 pub mod index;
 pub mod io;
+pub mod summary;
 
 // The parts inside: public for the bloscfs daemon, the fuzz targets and
 // the tests, not part of the API (they change without notice).
@@ -75,8 +76,6 @@ pub mod longpath;
 pub mod npy;
 #[doc(hidden)]
 pub mod open;
-#[doc(hidden)]
-pub mod report;
 #[doc(hidden)]
 pub mod sizes;
 #[doc(hidden)]
