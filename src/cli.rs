@@ -3,7 +3,7 @@
 use crate::fs::{RemoteTree, SourceTree};
 use blosc_decode::container::{Container, Env};
 use blosc_decode::error::Error;
-use blosc_decode::open::{open_path_with, open_source};
+use blosc_decode::open::open_source;
 use bloscfs_remote::{Entry, Location, Options as RemoteOptions, Remote};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ fn print_stats(remote: Option<&Remote>) {
 fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     let opened = match in_store(path) {
         Some(abs) => open_member(&abs, env),
-        None => open_path_with(path, env),
+        None => crate::local::open_path(path, env),
     };
     match opened {
         Ok(Some(c)) => Ok(c),

@@ -9,6 +9,7 @@ pub mod fs;
 pub mod fuse;
 pub mod interrupts;
 pub mod lifecycle;
+pub mod local;
 pub mod logging;
 pub mod mount;
 pub mod mount_table;

@@ -71,15 +71,11 @@ pub mod filter;
 #[doc(hidden)]
 pub mod format;
 #[doc(hidden)]
-pub mod longpath;
-#[doc(hidden)]
 pub mod npy;
 #[doc(hidden)]
 pub mod open;
 #[doc(hidden)]
 pub mod sizes;
-#[doc(hidden)]
-pub mod srcdir;
 
 pub use ahead::policy::DecodeAhead;
 pub use container::{Container, Env, Served, Stream};
