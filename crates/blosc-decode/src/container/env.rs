@@ -14,7 +14,8 @@ pub struct Env {
     pub cache: Arc<BlockCache>,
     /// Counters of what reads did.
     pub stats: Arc<Stats>,
-    /// The decode-ahead pool for sequential readers (off unless set up).
+    /// The decode-ahead pool for sequential readers (none unless asked for:
+    /// [`Env::per_cpu`], [`Env::with_workers`]).
     pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,
@@ -23,7 +24,7 @@ pub struct Env {
     pub decode_ahead: DecodeAhead,
     /// Bytes of one span decoded ahead (`ahead::policy::SPAN`).
     pub span: u64,
-    /// Whether block reads may bypass the page cache (`-o source_io`).
+    /// Whether block reads may bypass the page cache.
     pub source_io: Access,
 }
 
