@@ -111,8 +111,8 @@ pub struct Index {
     /// What the container says about itself.
     pub info: Info,
     /// The entries' sizes come from a fixed chunk size, not from the chunks
-    /// (a frame with a short last chunk): each stored chunk's own size is
-    /// checked before later entries are trusted (see [`crate::sizes`]).
+    /// (a frame with a short last chunk): each stored chunk's size is
+    /// checked against its own header before later entries are trusted.
     pub sizes_assumed: bool,
 }
 

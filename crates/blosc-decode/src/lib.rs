@@ -79,8 +79,7 @@ pub(crate) mod bytes;
 pub mod codec;
 #[doc(hidden)]
 pub mod decode;
-#[doc(hidden)]
-pub mod describe;
+pub(crate) mod describe;
 #[doc(hidden)]
 pub mod dtype;
 #[doc(hidden)]
@@ -91,8 +90,7 @@ pub mod format;
 pub mod npy;
 #[doc(hidden)]
 pub mod open;
-#[doc(hidden)]
-pub mod sizes;
+pub(crate) mod sizes;
 
 pub use ahead::policy::DecodeAhead;
 pub use container::{Container, Env, Served, Stream};
