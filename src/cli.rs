@@ -3,7 +3,7 @@
 use crate::fs::{RemoteTree, SourceTree};
 use blosc_decode::container::{Container, Env};
 use blosc_decode::error::Error;
-use blosc_decode::open::{open_path_with, open_source};
+use blosc_decode::open::open_source;
 use bloscfs_remote::{Entry, Location, Options as RemoteOptions, Remote};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -85,7 +85,7 @@ fn print_stats(remote: Option<&Remote>) {
 fn open_or_fail(path: &Path, env: &Env) -> Result<Container, String> {
     let opened = match in_store(path) {
         Some(abs) => open_member(&abs, env),
-        None => open_path_with(path, env),
+        None => crate::local::open_path(path, env),
     };
     match opened {
         Ok(Some(c)) => Ok(c),
@@ -332,7 +332,7 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
         }
     }
     let file = file.ok_or_else(|| format!("missing FILE\n{INFO_USAGE}"))?;
-    if let Some(text) = blosc_decode::report::render_carrier(&file) {
+    if let Some(text) = crate::report::render_carrier(&file) {
         print!("{text}");
         return Ok(());
     }
@@ -341,10 +341,7 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     }
     let env = Env::new(16 << 20);
     let t = open_target(&file, &remote, &env)?;
-    print!(
-        "{}",
-        blosc_decode::report::render_info(&t.container, chunks)
-    );
+    print!("{}", crate::report::render_info(&t.container, chunks));
     if stats {
         print_stats(t.remote.as_ref());
     }

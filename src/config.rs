@@ -54,7 +54,7 @@ impl FsOptions {
     /// The decoder's environment these options describe (its cache and
     /// decode-ahead pool are made here).
     pub fn env(&self) -> Env {
-        let mut env = Env::new(self.cache_size);
+        let mut env = Env::per_cpu(self.cache_size);
         env.verify_checksums = self.verify_checksums;
         env.decode_ahead = self.decode_ahead;
         env.source_io = self.source_io;

@@ -3,7 +3,7 @@
 use crate::config::MountArgs;
 use crate::fs::{self, Attr, Filled, Fs, Kind, ZEROS};
 use crate::interrupts::{Answer, InFlight, Outcome};
-use blosc_decode::srcdir::Caller;
+use crate::local::Caller;
 use blosc_decode::Deferred;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// Open containers hold file descriptors: raise the soft limit to the hard one.
 pub fn raise_fd_limit() {
-    if let Some(mut r) = blosc_decode::io::fd_limits() {
+    if let Some(mut r) = crate::local::fd_limits() {
         if r.rlim_cur < r.rlim_max {
             r.rlim_cur = r.rlim_max;
             // SAFETY: setrlimit only reads the limits from `r`, a valid struct.

@@ -106,7 +106,7 @@ pub(super) struct Recent {
 
 impl Recent {
     fn new() -> Recent {
-        let cap = (io::fd_limit() / 8).clamp(4, CONTAINER_CACHE);
+        let cap = (crate::local::fd_limit() / 8).clamp(4, CONTAINER_CACHE);
         Recent {
             lru: lru::LruCache::new(std::num::NonZeroUsize::new(cap).expect("nonzero")),
             bytes: 0,

@@ -11,12 +11,12 @@
 //! ([`zarr`]). Everything else passes through.
 
 pub use crate::config::FsOptions;
+use crate::local::Caller;
 use crate::names;
 use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{self, Stamp};
-use blosc_decode::srcdir::Caller;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};

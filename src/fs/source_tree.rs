@@ -8,12 +8,11 @@
 
 use super::Error;
 use super::Statfs;
+use crate::local::{self, longpath, FrameDir, SourceDir};
 use crate::mount_table::FuseMounts;
 use blosc_decode::container::{Container, Env};
-use blosc_decode::detect::{self, Probe};
+use blosc_decode::detect::Probe;
 use blosc_decode::io::{self, Source, Stamp};
-use blosc_decode::longpath;
-use blosc_decode::srcdir::SourceDir;
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::os::unix::ffi::OsStrExt;
@@ -314,7 +313,7 @@ impl SourceTree for LocalTree {
     }
 
     fn probe(&self, path: &Path, _meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
-        detect::probe_path(path)
+        local::probe_path(path)
     }
 
     fn open_container(
@@ -324,7 +323,7 @@ impl SourceTree for LocalTree {
         env: &Env,
     ) -> blosc_decode::Result<Option<Container>> {
         if meta.is_dir() {
-            if !blosc_decode::open::frame::is_sframe_dir(path) {
+            if !local::is_sframe_dir(path) {
                 return Ok(None);
             }
             let dir = SourceDir::open(path, false)
@@ -332,14 +331,14 @@ impl SourceTree for LocalTree {
             if !dir_is(&dir, meta) {
                 return Err(swapped(path));
             }
-            return blosc_decode::open::open_sframe_dir(Arc::new(dir), env);
+            return blosc_decode::open::open_sframe(&FrameDir(Arc::new(dir)), env);
         }
         blosc_decode::open::open_source(self.open_source(path, meta)?, path, env)
     }
 
     fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {
         let (file, fmd) =
-            io::open_regular(path).map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
+            local::open_regular(path).map_err(|e| blosc_decode::Error::from(e).in_file(path))?;
         if !Meta::from(&fmd).same_file(meta) {
             return Err(swapped(path));
         }
@@ -347,7 +346,7 @@ impl SourceTree for LocalTree {
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
-        let (f, m) = io::open_regular(path)?;
+        let (f, m) = local::open_regular(path)?;
         Ok((Box::new(f), Meta::from(&m)))
     }
 

@@ -363,8 +363,8 @@ fn symlinked_frame_files_lead_only_to_the_directory_owners_files() {
 /// open, whatever mode was presented before.
 #[test]
 fn open_as_checks_the_caller_against_the_files_now() {
-    use blosc_decode::srcdir::Caller;
     use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
+    use bloscfs::local::Caller;
     let t = tempfile::tempdir().unwrap();
     let d = t.path().join("f.b2frame");
     copy(&fixture(FRAME), &d);

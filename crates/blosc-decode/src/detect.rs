@@ -8,7 +8,7 @@ use crate::format::chunk::ChunkHeader;
 use crate::format::frame;
 use crate::index::Info;
 use crate::io::{FileSource, Source};
-use crate::srcdir::SourceDir;
+use crate::open::FrameFiles;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -91,12 +91,11 @@ pub(crate) fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
 /// and, for frames, the header (metalayers); Bloscpack and packed files are
 /// opened (their sizes are not in the first bytes). `Ok(None)`: not a container.
 pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
-    if crate::longpath::is_dir(path) {
+    if path.is_dir() {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let dir = SourceDir::open(path, true).in_file(path)?;
-        let index = Arc::new(FileSource::open_in(&dir, "chunks.b2frame")?);
+        let index = crate::open::LocalFrame::new(path).index()?;
         return probe_sframe_index(index, path);
     }
     probe_source(Arc::new(FileSource::open(path)?), path)
@@ -127,7 +126,7 @@ pub fn carrier(src: &dyn Source, path: &Path) -> Result<Option<String>> {
 /// The file holding the frame header at `path`: the file itself, or a
 /// sparse frame directory's `chunks.b2frame`.
 pub fn frame_file(path: &Path) -> std::borrow::Cow<'_, Path> {
-    if crate::longpath::is_dir(path) {
+    if path.is_dir() {
         path.join("chunks.b2frame").into()
     } else {
         path.into()

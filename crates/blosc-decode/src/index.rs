@@ -36,7 +36,7 @@ pub enum ChunkLoc {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkEntry {
     /// The container's number for the (first) chunk of this entry: what
-    /// messages and `bloscfs info --chunks` call it.
+    /// messages and chunk tables call it.
     pub chunk: u64,
     /// Offset of the chunk's first byte in the uncompressed content.
     pub uoff: u64,
@@ -61,7 +61,7 @@ pub struct ChunkChecksum {
     pub digest_offset: u64,
 }
 
-/// Descriptive facts for `bloscfs info` and extended attributes.
+/// What a container says of itself: format, codec, sizes, metalayers.
 #[derive(Debug, Clone, Default)]
 pub struct Info {
     /// e.g. "blosc2-frame", "blosc2-sframe", "bloscpack", "blosc1-chunk", "blosc2-chunk", "blosc2-packed".
@@ -78,7 +78,7 @@ pub struct Info {
     pub nbytes: u64,
     /// Bytes on disk.
     pub cbytes: u64,
-    /// Codec name as the container header says it (chunks may differ; see `bloscfs info --chunks`).
+    /// Codec name as the container header says it (chunks may differ; see [`crate::Container::chunk_rows`]).
     pub codec: String,
     /// Filter names as the container header says them.
     pub filters: Vec<String>,
@@ -114,8 +114,8 @@ pub struct Index {
     /// What the container says about itself.
     pub info: Info,
     /// The entries' sizes come from a fixed chunk size, not from the chunks
-    /// (a frame with a short last chunk): each stored chunk's own size is
-    /// checked before later entries are trusted (see [`crate::sizes`]).
+    /// (a frame with a short last chunk): each stored chunk's size is
+    /// checked against its own header before later entries are trusted.
     pub sizes_assumed: bool,
 }
 

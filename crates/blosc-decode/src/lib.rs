@@ -33,6 +33,23 @@
 //! # }
 //! ```
 //!
+//! A file, or a sparse frame's directory, opened by its path (the sparse
+//! frame's files by [`open::LocalFrame`]; a daemon with rules of its own
+//! for opening them implements [`open::FrameFiles`]):
+//!
+//! ```
+//! # fn main() -> blosc_decode::Result<()> {
+//! // A Blosc2 frame python-blosc2 wrote (the repository's test fixtures).
+//! let path = std::path::Path::new("../../tests/fixtures/frame/lz4-none-ts4-c.b2frame");
+//! let c = blosc_decode::open_path(path)?.expect("a container");
+//! assert_eq!(c.info().format, "blosc2-frame");
+//! let mut tail = vec![0; 100];
+//! let n = c.read_at(c.len() - 10, &mut tail)?; // reads stop at the end
+//! assert_eq!(n, 10);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Errors ([`Error`]) name the file, chunk and block that failed and why; a
 //! malformed or truncated input is an error, never a panic.
 
@@ -51,6 +68,7 @@ pub mod detect;
 pub mod error;
 pub mod index;
 pub mod io;
+pub mod summary;
 
 // The parts inside: public for the bloscfs daemon, the fuzz targets and
 // the tests, not part of the API (they change without notice).
@@ -61,8 +79,7 @@ pub(crate) mod bytes;
 pub mod codec;
 #[doc(hidden)]
 pub mod decode;
-#[doc(hidden)]
-pub mod describe;
+pub(crate) mod describe;
 #[doc(hidden)]
 pub mod dtype;
 #[doc(hidden)]
@@ -70,17 +87,10 @@ pub mod filter;
 #[doc(hidden)]
 pub mod format;
 #[doc(hidden)]
-pub mod longpath;
-#[doc(hidden)]
 pub mod npy;
 #[doc(hidden)]
 pub mod open;
-#[doc(hidden)]
-pub mod report;
-#[doc(hidden)]
-pub mod sizes;
-#[doc(hidden)]
-pub mod srcdir;
+pub(crate) mod sizes;
 
 pub use ahead::policy::DecodeAhead;
 pub use container::{Container, Env, Served, Stream};

@@ -277,7 +277,8 @@ impl BlockCache {
     }
 }
 
-/// Counters a user can read from the mount root (`user.bloscfs.stats`).
+/// Counters of the cache and the reads through it, shared by the
+/// containers of an `Env`.
 #[derive(Default)]
 pub struct Stats {
     /// Block reads answered from the cache.

@@ -14,7 +14,8 @@ pub struct Env {
     pub cache: Arc<BlockCache>,
     /// Counters of what reads did.
     pub stats: Arc<Stats>,
-    /// The decode-ahead pool for sequential readers (off unless set up).
+    /// The decode-ahead pool for sequential readers (none unless asked for:
+    /// [`Env::per_cpu`], [`Env::with_workers`]).
     pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,
@@ -23,14 +24,20 @@ pub struct Env {
     pub decode_ahead: DecodeAhead,
     /// Bytes of one span decoded ahead (`ahead::policy::SPAN`).
     pub span: u64,
-    /// Whether block reads may bypass the page cache (`-o source_io`).
+    /// Whether block reads may bypass the page cache.
     pub source_io: Access,
 }
 
 impl Env {
-    /// A cache of `cache_bytes` and a pool of one thread per CPU (started on
-    /// first use).
+    /// A cache of `cache_bytes` and no pool: no thread is ever started,
+    /// every block is decoded by the read that needs it, none ahead.
     pub fn new(cache_bytes: u64) -> Self {
+        Env::with_workers(cache_bytes, 0)
+    }
+
+    /// A cache of `cache_bytes` and a pool of one thread per CPU, each
+    /// started on first use, for decoding ahead of sequential readers.
+    pub fn per_cpu(cache_bytes: u64) -> Self {
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         Env::with_workers(cache_bytes, cpus)
     }
@@ -55,11 +62,11 @@ impl Env {
 /// the readers leave idle (none on 3 CPUs or fewer: see `ahead::policy`).
 pub const DEFAULT_DECODE_AHEAD: DecodeAhead = DecodeAhead::Auto;
 
-/// Default bound of the decoded-block cache (bytes): the daemon's
-/// `-o cache_size` default and [`Env::default`]'s.
+/// Default bound of the decoded-block cache (bytes): [`Env::default`]'s.
 pub const DEFAULT_CACHE_SIZE: u64 = 256 << 20;
 
 impl Default for Env {
+    /// [`Env::new`] with a cache of [`DEFAULT_CACHE_SIZE`]: no thread.
     fn default() -> Self {
         Env::new(DEFAULT_CACHE_SIZE)
     }

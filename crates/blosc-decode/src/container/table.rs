@@ -129,7 +129,7 @@ impl Container {
             }
         }
         // The index may only bound the chunk (sparse frames record a
-        // placeholder so chunk files need not be opened at mount): the
+        // placeholder so chunk files need not be opened with the frame): the
         // source's real length bounds it too, before any size is trusted.
         let cbytes = cbytes.min(source.len().saturating_sub(offset));
         let prefix = self.read_prefix(source, offset, cbytes)?;

@@ -3,7 +3,6 @@
 
 use super::{buffered_span, check_range, Access, Source};
 use crate::error::{Error, Result};
-use crate::srcdir::SourceDir;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
@@ -18,12 +17,20 @@ use std::sync::OnceLock;
 /// a file replaced by a fifo after it was looked up is refused too. Returns
 /// the descriptor's metadata with it.
 pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
-    let file = crate::longpath::open(
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY),
-        path,
-    )?;
+    checked_regular(regular_options().open(path)?)
+}
+
+/// How [`open_regular`] opens a file: read only, non-blocking (a fifo does
+/// not wait for a writer), never as a controlling terminal.
+pub fn regular_options() -> std::fs::OpenOptions {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    o
+}
+
+/// A file opened with [`regular_options`], kept only if it is a regular
+/// file (then back to blocking reads), with its metadata.
+pub fn checked_regular(file: File) -> std::io::Result<(File, std::fs::Metadata)> {
     let md = file.metadata()?;
     if !md.is_file() {
         return Err(std::io::Error::other(
@@ -36,7 +43,7 @@ pub fn open_regular(path: &Path) -> std::io::Result<(File, std::fs::Metadata)> {
 
 /// Back to blocking reads on a file opened non-blocking (for a regular file
 /// the flag changes nothing, but a descriptor should say what it is).
-pub(crate) fn set_blocking(file: &File) {
+pub fn set_blocking(file: &File) {
     // SAFETY: fcntl on an open descriptor; no memory involved.
     unsafe {
         let fl = libc::fcntl(file.as_raw_fd(), libc::F_GETFL);
@@ -92,7 +99,7 @@ impl Stamp {
     }
 
     /// `Changed` unless `now` is this same version of the file at `path`.
-    pub(super) fn check(&self, now: Stamp, path: &Path) -> Result<()> {
+    pub fn check(&self, now: Stamp, path: &Path) -> Result<()> {
         if now == *self {
             return Ok(());
         }
@@ -110,12 +117,6 @@ impl FileSource {
         Ok(FileSource::opened(file, &md, path))
     }
 
-    /// `name` in `dir`, opened by [`SourceDir::open_file`]'s rules.
-    pub fn open_in(dir: &SourceDir, name: &str) -> Result<Self> {
-        let (file, md) = dir.open_file(name)?;
-        Ok(FileSource::opened(file, &md, &dir.path().join(name)))
-    }
-
     /// A regular file already opened (`md`: its metadata then), named `path`.
     pub fn opened(file: File, md: &std::fs::Metadata, path: &Path) -> Self {
         FileSource {
@@ -125,6 +126,11 @@ impl FileSource {
             direct: OnceLock::new(),
             direct_ok: AtomicBool::new(true),
         }
+    }
+
+    /// The version of the file that was opened.
+    pub fn stamp(&self) -> Stamp {
+        self.version
     }
 
     /// Fails if the file is no longer the version it was when opened (its

@@ -15,26 +15,12 @@ use std::sync::Arc;
 
 mod direct;
 mod file;
-mod lazy;
 #[cfg(test)]
 mod tests;
 mod window;
 
-pub(crate) use file::set_blocking;
-pub use file::{open_regular, FileSource, Stamp};
-pub use lazy::{fd_limit, max_kept_open, LazyFileSource};
+pub use file::{checked_regular, open_regular, regular_options, set_blocking, FileSource, Stamp};
 pub use window::Window;
-
-/// The soft and hard limits on open file descriptors (`RLIMIT_NOFILE`), if
-/// the system says.
-pub fn fd_limits() -> Option<libc::rlimit> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the limits into `r`, a valid struct.
-    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r)
-}
 
 /// The size of a memory page in bytes (4096 if the system does not say).
 pub fn page_size() -> u64 {

@@ -103,45 +103,6 @@ fn read_span_past_the_end_and_truncated_underneath() {
     }
 }
 
-/// More lazily opened files than may be kept open: every one reads
-/// exactly, no more than the cap stay open, and one opened again for a
-/// read must still be the version first opened.
-#[test]
-fn lazy_files_past_the_cap_are_opened_per_read() {
-    let d = tempfile::tempdir().unwrap();
-    let n = max_kept_open() + 40;
-    let srcs: Vec<(LazyFileSource, Vec<u8>)> = (0..n)
-        .map(|i| {
-            let p = d.path().join(format!("{i}"));
-            let data: Vec<u8> = (0..5000u32).map(|k| (k * 7 + i as u32) as u8).collect();
-            std::fs::write(&p, &data).unwrap();
-            (LazyFileSource::new(p), data)
-        })
-        .collect();
-    let mut scratch = Vec::new();
-    for _ in 0..2 {
-        for (s, data) in &srcs {
-            assert_eq!(s.len(), data.len() as u64);
-            let (got, _) = s
-                .read_span(100, 4000, Access::Buffered, &mut scratch)
-                .unwrap();
-            assert_eq!(got, &data[100..4100]);
-        }
-    }
-    assert!(LazyFileSource::kept_open() <= max_kept_open());
-    // The last ones were not kept: opened again, they must not have changed.
-    let (last, data) = srcs.last().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    std::fs::write(
-        last.path().unwrap(),
-        data.iter().map(|b| !b).collect::<Vec<u8>>(),
-    )
-    .unwrap();
-    let mut buf = vec![0u8; 16];
-    let e = last.read_exact_at(0, &mut buf).unwrap_err();
-    assert_eq!(e.kind, crate::error::ErrorKind::Changed, "{e}");
-}
-
 /// A file rewritten in place with other bytes of the same size after it
 /// was opened: reads fail rather than return the new bytes to be
 /// decoded with the old version's offsets.

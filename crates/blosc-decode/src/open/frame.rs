@@ -9,8 +9,7 @@ use crate::format::chunk::{
 };
 use crate::format::frame::{self, FrameHeader, Offset};
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
-use crate::io::{read_vec, FileSource, LazyFileSource, Source};
-use crate::srcdir::SourceDir;
+use crate::io::{read_vec, Source};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -448,7 +447,7 @@ pub fn open(src: Arc<dyn Source>) -> Result<Index> {
 
 /// Is `dir` a sparse frame (a directory holding `chunks.b2frame`)?
 pub fn is_sframe_dir(dir: &Path) -> bool {
-    crate::longpath::is_file(&dir.join("chunks.b2frame"))
+    dir.join("chunks.b2frame").is_file()
 }
 
 /// How many stored chunks a sparse frame whose directory holds `entries`
@@ -473,7 +472,8 @@ fn chunk_file(n: u64) -> Result<String> {
 }
 
 /// The files of a sparse frame, wherever they are kept: a local directory
-/// ([`SourceDir`]) or a prefix of an object store.
+/// ([`super::sframe_dir::LocalFrame`]), a prefix of an object store, or a
+/// directory opened by rules of the caller's own.
 pub trait FrameFiles: Send + Sync {
     /// The frame's name, for messages.
     fn path(&self) -> &Path;
@@ -486,36 +486,10 @@ pub trait FrameFiles: Send + Sync {
     fn chunk(&self, name: &str) -> Arc<dyn Source>;
 }
 
-impl FrameFiles for Arc<SourceDir> {
-    fn path(&self) -> &Path {
-        SourceDir::path(self)
-    }
-    fn entries(&self) -> u64 {
-        crate::longpath::read_dir_names(SourceDir::path(self))
-            .map(|d| d.take(MAX_CHUNKS as usize).count() as u64)
-            .unwrap_or(0)
-    }
-    fn index(&self) -> Result<Arc<dyn Source>> {
-        Ok(Arc::new(FileSource::open_in(self, "chunks.b2frame")?))
-    }
-    fn chunk(&self, name: &str) -> Arc<dyn Source> {
-        Arc::new(LazyFileSource::in_dir(self.clone(), name))
-    }
-}
-
-/// Open the sparse frame directory `dir` (a link to one is followed).
+/// Open the sparse frame directory `dir` (a link to one is followed), its
+/// files by their paths ([`super::sframe_dir::LocalFrame`]).
 pub fn open_sframe(dir: &Path) -> Result<Index> {
-    let sdir = SourceDir::open(dir, true).in_file(dir)?;
-    open_sframe_in(Arc::new(sdir))
-}
-
-/// Open the sparse frame in the directory `sdir`. Chunk files are named
-/// from the index numbers (`%08X.chunk`) inside it only, and opened on
-/// first read; the index and chunk files are opened relative to the
-/// directory's descriptor, by [`SourceDir::open_file`]'s rules (a symbolic
-/// link only to a regular file of the directory's owner).
-pub fn open_sframe_in(sdir: Arc<SourceDir>) -> Result<Index> {
-    open_sframe_files(&sdir)
+    open_sframe_files(&super::sframe_dir::LocalFrame::new(dir))
 }
 
 /// Open the sparse frame whose files `files` gives. Chunk files are named

@@ -7,6 +7,7 @@ pub mod bloscpack;
 pub mod embed;
 pub mod frame;
 pub mod packed;
+pub mod sframe_dir;
 pub mod store;
 
 use crate::container::{Container, Env, View};
@@ -18,8 +19,8 @@ use crate::format::tensor;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{FileSource, Source};
 use crate::npy::{npy_header, NdLayout};
-use crate::srcdir::SourceDir;
 pub use frame::FrameFiles;
+pub use sframe_dir::LocalFrame;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -31,20 +32,14 @@ pub fn open_path(path: &Path) -> Result<Option<Container>> {
 /// Open `path` as a container sharing `env`'s cache and counters with
 /// others (`Ok(None)` if it is not one).
 pub fn open_path_with(path: &Path, env: &Env) -> Result<Option<Container>> {
-    if crate::longpath::is_dir(path) {
+    if path.is_dir() {
         if !crate::open::frame::is_sframe_dir(path) {
             return Ok(None);
         }
-        let dir = SourceDir::open(path, true).in_file(path)?;
-        return open_sframe_dir(Arc::new(dir), env);
+        return open_sframe(&LocalFrame::new(path), env);
     }
     let src: Arc<dyn Source> = Arc::new(FileSource::open(path)?);
     open_source(src, path, env)
-}
-
-/// Open the sparse frame in the directory `dir` (already opened).
-pub fn open_sframe_dir(dir: Arc<SourceDir>, env: &Env) -> Result<Option<Container>> {
-    open_sframe(&dir, env)
 }
 
 /// Open the sparse frame whose files `files` gives (a local directory or a

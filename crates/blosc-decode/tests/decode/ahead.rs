@@ -262,3 +262,36 @@ fn decode_ahead_does_not_hide_a_damaged_block() {
     }
     assert!(failed >= 1);
 }
+
+/// `Env::default()` has no pool: a sequential reader asking for decoding
+/// ahead gets its bytes decoded by its own reads, none ahead, and no
+/// thread is started for it.
+#[test]
+fn the_default_env_decodes_nothing_ahead() {
+    let env = Env {
+        decode_ahead: DecodeAhead::Fixed(1 << 20),
+        span: 256 << 10,
+        ..Env::default()
+    };
+    assert_eq!(env.ahead.workers(), 0);
+    let c = Arc::new(
+        open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
+            .unwrap()
+            .unwrap(),
+    );
+    let whole = reference_bytes("frame/blocks-lz4.b2frame");
+    let stream = Stream::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut off = 0;
+    while off < whole.len() {
+        let r = c
+            .read_shared(&stream, off as u64, &mut buf, &mut Deferred::none())
+            .unwrap();
+        let got = r.bytes(&buf);
+        assert_eq!(got, &whole[off..off + got.len()]);
+        off += got.len();
+        // Whatever a pool would have been given, it has finished.
+        idle(&env);
+        assert_eq!(env.stats.spans_decoded.load(Ordering::Relaxed), 0);
+    }
+}

@@ -121,7 +121,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
         "frame/zstd-dict.b2frame",
     ];
     // A cache far smaller than the working set (64 KiB blocks).
-    let env = Env::new(256 << 10);
+    let env = Env::per_cpu(256 << 10);
     let files = open_all(&names, &env);
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
@@ -160,7 +160,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
 fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     let dir = tempfile::tempdir().unwrap();
     let p = damaged_copy(dir.path());
-    let env = Env::new(16 << 20);
+    let env = Env::per_cpu(16 << 20);
     let c = open_path_with(&p, &env).unwrap().unwrap();
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let mut buf = vec![0u8; c.len() as usize];

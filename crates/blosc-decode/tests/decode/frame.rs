@@ -468,16 +468,22 @@ fn rebuilt_offsets_work_and_bad_ones_fail() {
     assert!(try_all(&with_offsets(&[0, 542, 1084, 0])).is_err());
 }
 
-#[test]
-fn sframe_chunk_names_come_from_numbers_only() {
-    let tmp = tempfile::tempdir().unwrap();
+/// A copy of `sparse-fixed.b2frame` in `tmp`: (the fixture, the copy).
+fn sparse_copy(tmp: &Path) -> (PathBuf, PathBuf) {
     let src = dir().join("sparse-fixed.b2frame");
-    let dst = tmp.path().join("s.b2frame");
+    let dst = tmp.join("s.b2frame");
     std::fs::create_dir(&dst).unwrap();
     for f in std::fs::read_dir(&src).unwrap() {
         let f = f.unwrap();
         std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
     }
+    (src, dst)
+}
+
+#[test]
+fn sframe_chunk_names_come_from_numbers_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, dst) = sparse_copy(tmp.path());
     let idx = frame::open_sframe(&dst).unwrap();
     for s in &idx.sources[1..] {
         let p = s.path().unwrap();
@@ -492,4 +498,25 @@ fn sframe_chunk_names_come_from_numbers_only() {
     assert!(e.to_string().contains("00000002.chunk"), "{e}");
     // No chunks.b2frame: an error.
     assert!(frame::open_sframe(Path::new("/nonexistent/dir")).is_err());
+}
+
+/// A sparse frame opened by the library alone (`LocalFrame`: each chunk
+/// file opened for each read): a chunk file rewritten with other bytes
+/// after its first read fails the reads of it as `Changed`, never decoded
+/// with the first version's sizes.
+#[test]
+fn sframe_chunk_files_must_stay_the_version_first_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dst) = sparse_copy(tmp.path());
+    let idx = frame::open_sframe(&dst).unwrap();
+    let whole = content(&idx).unwrap();
+    assert_eq!(whole, content(&frame::open_sframe(&src).unwrap()).unwrap());
+    // One byte longer: another version whatever the timestamps' granularity.
+    let chunk = dst.join("00000001.chunk");
+    let mut other = std::fs::read(&chunk).unwrap();
+    other.push(0);
+    std::fs::write(&chunk, &other).unwrap();
+    let e = content(&idx).unwrap_err();
+    assert_eq!(e.kind, blosc_decode::ErrorKind::Changed, "{e}");
+    assert!(e.to_string().contains("00000001.chunk"), "{e}");
 }

@@ -276,7 +276,7 @@ fn reference_fixtures_decode_byte_exact_direct_io() {
 }
 
 fn matrix(io: Access) {
-    let mut env = Env::new(64 << 20);
+    let mut env = Env::per_cpu(64 << 20);
     env.source_io = io;
     let mut failures = Vec::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();

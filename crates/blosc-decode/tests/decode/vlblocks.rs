@@ -385,9 +385,21 @@ fn a_bad_chunk_in_a_frame_is_named() {
 #[test]
 fn info_says_the_blocks_vary() {
     let (_, c) = open("batcharray-lz4.b2frame");
-    let s = blosc_decode::report::render_info(&c, true);
-    assert!(s.contains("blocksize:     variable\n"), "{s}");
-    assert!(s.contains("lz4 27 blocks of variable size"), "{s}");
+    use blosc_decode::summary::{RowKind, Stored};
+    assert_eq!(c.summary().blocksize, Some(None));
+    let (rows, err) = c.chunk_rows();
+    assert!(err.is_none(), "{err:?}");
+    let varying = Stored::Blocks {
+        codec: Some("lz4"),
+        nblocks: 27,
+        blocksize: None,
+        memcpyed: false,
+    };
+    assert!(
+        rows.iter()
+            .any(|r| matches!(&r.kind, RowKind::Stored { content: Ok(k), .. } if *k == varying)),
+        "{rows:?}"
+    );
 }
 
 /// Bytes of the VL fixtures overwritten at random, mostly in the header,

@@ -1,18 +1,28 @@
 //! [`LazyFileSource`]: a file opened on first use, and kept open while few
 //! enough are.
 
-use super::file::{FileSource, Stamp};
-use super::{Access, Source};
-use crate::error::Result;
-use crate::srcdir::SourceDir;
+use super::srcdir::SourceDir;
+use blosc_decode::io::{Access, FileSource, Source, Stamp};
+use blosc_decode::Result;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
+/// The soft and hard limits on open file descriptors (`RLIMIT_NOFILE`), if
+/// the system says.
+pub fn fd_limits() -> Option<libc::rlimit> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the limits into `r`, a valid struct.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0).then_some(r)
+}
+
 /// The soft limit on open file descriptors (`RLIMIT_NOFILE`; 1024 if
 /// unknown).
 pub fn fd_limit() -> usize {
-    super::fd_limits().map_or(1024, |r| usize::try_from(r.rlim_cur).unwrap_or(usize::MAX))
+    fd_limits().map_or(1024, |r| usize::try_from(r.rlim_cur).unwrap_or(usize::MAX))
 }
 
 /// Most lazily opened files kept open at once, process-wide: 1024, and at
@@ -76,12 +86,12 @@ impl LazyFileSource {
         let file = match &self.dir {
             Some(d) => {
                 let name = self.path.file_name().unwrap_or_default();
-                FileSource::open_in(d, &name.to_string_lossy())?
+                super::open_in(d, &name.to_string_lossy())?
             }
-            None => FileSource::open(&self.path)?,
+            None => super::open_file(&self.path)?,
         };
-        let first = *self.first.get_or_init(|| file.version);
-        first.check(file.version, &self.path)?;
+        let first = *self.first.get_or_init(|| file.stamp());
+        first.check(file.stamp(), &self.path)?;
         if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) < max_kept_open() {
             match self.kept.set(file) {
                 Ok(()) => return f(self.kept.get().expect("just set")),
@@ -141,5 +151,49 @@ impl Source for LazyFileSource {
     }
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More lazily opened files than may be kept open: every one reads
+    /// exactly, no more than the cap stay open, and one opened again for a
+    /// read must still be the version first opened.
+    #[test]
+    fn lazy_files_past_the_cap_are_opened_per_read() {
+        let d = tempfile::tempdir().unwrap();
+        let n = max_kept_open() + 40;
+        let srcs: Vec<(LazyFileSource, Vec<u8>)> = (0..n)
+            .map(|i| {
+                let p = d.path().join(format!("{i}"));
+                let data: Vec<u8> = (0..5000u32).map(|k| (k * 7 + i as u32) as u8).collect();
+                std::fs::write(&p, &data).unwrap();
+                (LazyFileSource::new(p), data)
+            })
+            .collect();
+        let mut scratch = Vec::new();
+        for _ in 0..2 {
+            for (s, data) in &srcs {
+                assert_eq!(s.len(), data.len() as u64);
+                let (got, _) = s
+                    .read_span(100, 4000, Access::Buffered, &mut scratch)
+                    .unwrap();
+                assert_eq!(got, &data[100..4100]);
+            }
+        }
+        assert!(LazyFileSource::kept_open() <= max_kept_open());
+        // The last ones were not kept: opened again, they must not have changed.
+        let (last, data) = srcs.last().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(
+            last.path().unwrap(),
+            data.iter().map(|b| !b).collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        let mut buf = vec![0u8; 16];
+        let e = last.read_exact_at(0, &mut buf).unwrap_err();
+        assert_eq!(e.kind, blosc_decode::ErrorKind::Changed, "{e}");
     }
 }

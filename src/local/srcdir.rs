@@ -14,7 +14,7 @@
 //!   exposes ([`SourceDir::frame_access`]), and an open is checked against
 //!   those bits as they are then ([`Caller::may_read`]).
 
-use crate::error::{Context, Error, Result};
+use blosc_decode::error::{Context, Error, Result};
 use std::ffi::CString;
 use std::fs::{File, Metadata};
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -67,7 +67,7 @@ impl SourceDir {
         if !follow {
             flags |= libc::O_NOFOLLOW;
         }
-        let file = crate::longpath::at(path, |p| {
+        let file = super::longpath::at(path, |p| {
             let c = CString::new(p.as_os_str().as_bytes())?;
             // SAFETY: a NUL-terminated path; the descriptor goes to a `File`.
             let fd = unsafe { libc::open(c.as_ptr(), flags) };
@@ -130,7 +130,7 @@ impl SourceDir {
                 refused("not a regular file (a fifo, socket or device)".into()).in_file(&at),
             );
         }
-        crate::io::set_blocking(&file);
+        blosc_decode::io::set_blocking(&file);
         Ok((file, md))
     }
 
