@@ -1,0 +1,61 @@
+//! `bloscfs cat` and `bloscfs info` of a CTable's `table.npy` (see
+//! [`super::ctable`]), read as the mount reads it.
+
+use super::ctable::TABLE_NAME;
+use crate::fs::{LocalTree, StoreTree};
+use blosc_decode::container::Env;
+use blosc_decode::open::ctable::CTable;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The table whose `table.npy` `path` names, if it names one
+/// (`Err`: it does, but the table does not open).
+pub fn table_at(path: &Path) -> Option<Result<Arc<CTable>, String>> {
+    if path.file_name()? != TABLE_NAME || path.exists() {
+        return None;
+    }
+    let abs = std::path::absolute(path).ok()?;
+    let dir = abs.parent()?.as_os_str().as_encoded_bytes();
+    if !dir.ends_with(b".b2d") && !dir.ends_with(b".b2z") {
+        return None;
+    }
+    let local = Arc::new(LocalTree::new(PathBuf::from("/")));
+    let tree = StoreTree::new(local, Env::with_workers(64 << 20, 0));
+    Some(match tree.table_of(&abs) {
+        Some((t, _)) => Ok(t),
+        None => Err(format!(
+            "{}: not a CTable's table (see the log for why)",
+            path.display()
+        )),
+    })
+}
+
+/// Write bytes `offset..offset + length` of the table's `.npy` to stdout.
+pub fn cat(t: Arc<CTable>, path: &Path, offset: u64, length: Option<u64>) -> Result<(), String> {
+    let end = length.map_or(t.len(), |l| offset.saturating_add(l).min(t.len()));
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut buf = vec![0u8; 4 << 20];
+    let mut at = offset.min(end);
+    while at < end {
+        let n = ((end - at) as usize).min(buf.len());
+        let got = t
+            .read_at(at, &mut buf[..n])
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        match out.write_all(&buf[..got]) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            r => r.map_err(|e| format!("writing stdout: {e}"))?,
+        }
+        if got < n {
+            break;
+        }
+        at += got as u64;
+    }
+    out.flush().map_err(|e| format!("writing stdout: {e}"))
+}
+
+/// `bloscfs info` of the table.
+pub fn info(t: Arc<CTable>, path: &Path) -> String {
+    format!("{}: {}", path.display(), t.describe())
+}
