@@ -120,7 +120,7 @@ impl Tables {
 }
 
 /// Open the table in `dir` through `tree`.
-fn open(tree: &dyn SourceTree, env: &Env, dir: &Path) -> blosc_decode::Result<CTable> {
+pub(super) fn open(tree: &dyn SourceTree, env: &Env, dir: &Path) -> blosc_decode::Result<CTable> {
     CTable::open(&|key| {
         let path = dir.join(key);
         let md = tree

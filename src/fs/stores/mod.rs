@@ -311,7 +311,7 @@ impl StoreTree {
     }
 
     /// The CTable whose `.npy` `path` is, with that file's metadata.
-    pub(super) fn table_of(&self, path: &Path) -> Option<(Arc<CTable>, Meta)> {
+    fn table_of(&self, path: &Path) -> Option<(Arc<CTable>, Meta)> {
         if path.file_name()? != ctable::TABLE_NAME || self.stat_stored(path).is_ok() {
             return None;
         }

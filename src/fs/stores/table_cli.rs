@@ -2,9 +2,9 @@
 //! [`super::ctable`]), read as the mount reads it.
 
 use super::ctable::TABLE_NAME;
-use crate::fs::{LocalTree, StoreTree};
+use crate::fs::{LocalTree, SourceTree, StoreTree};
 use blosc_decode::container::Env;
-use blosc_decode::open::ctable::CTable;
+use blosc_decode::open::ctable::{CTable, META_KEY};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,15 +20,16 @@ pub fn table_at(path: &Path) -> Option<Result<Arc<CTable>, String>> {
     if !dir.ends_with(b".b2d") && !dir.ends_with(b".b2z") {
         return None;
     }
+    let dir = abs.parent()?;
     let local = Arc::new(LocalTree::new(PathBuf::from("/")));
-    let tree = StoreTree::new(local, Env::with_workers(64 << 20, 0));
-    Some(match tree.table_of(&abs) {
-        Some((t, _)) => Ok(t),
-        None => Err(format!(
-            "{}: not a CTable's table (see the log for why)",
-            path.display()
-        )),
-    })
+    let env = Env::with_workers(64 << 20, 0);
+    let tree = StoreTree::new(local, env.clone());
+    tree.stat(&dir.join(META_KEY)).ok()?;
+    Some(
+        super::ctable::open(&tree, &env, dir)
+            .map(Arc::new)
+            .map_err(|e| format!("{}: no table: {e}", path.display())),
+    )
 }
 
 /// Write bytes `offset..offset + length` of the table's `.npy` to stdout.
