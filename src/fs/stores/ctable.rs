@@ -43,7 +43,7 @@ pub struct Tables {
 }
 
 /// Can `dir` be a table's directory, by its name?
-fn table_like(dir: &Path) -> bool {
+pub(super) fn table_like(dir: &Path) -> bool {
     let name = dir.as_os_str().as_encoded_bytes();
     name.ends_with(b".b2d") || name.ends_with(b".b2z")
 }
@@ -68,7 +68,7 @@ impl Tables {
             }
         }
         let t = match open(tree, env, dir) {
-            Ok(t) => Some(Arc::new(t)),
+            Ok(t) => t.map(Arc::new),
             Err(e) => {
                 log::warn!(
                     "{}: CTable not presented as {TABLE_NAME}: {e}",
@@ -120,7 +120,12 @@ impl Tables {
 }
 
 /// Open the table in `dir` through `tree`.
-pub(super) fn open(tree: &dyn SourceTree, env: &Env, dir: &Path) -> blosc_decode::Result<CTable> {
+/// `None`: its `_meta.b2f` is not a CTable's.
+pub(super) fn open(
+    tree: &dyn SourceTree,
+    env: &Env,
+    dir: &Path,
+) -> blosc_decode::Result<Option<CTable>> {
     CTable::open(&|key| {
         let path = dir.join(key);
         let md = tree

@@ -312,10 +312,13 @@ impl StoreTree {
 
     /// The CTable whose `.npy` `path` is, with that file's metadata.
     fn table_of(&self, path: &Path) -> Option<(Arc<CTable>, Meta)> {
-        if path.file_name()? != ctable::TABLE_NAME || self.stat_stored(path).is_ok() {
+        let dir = path.parent()?;
+        if path.file_name()? != ctable::TABLE_NAME
+            || !ctable::table_like(dir)
+            || self.stat_stored(path).is_ok()
+        {
             return None;
         }
-        let dir = path.parent()?;
         let dir_md = self.stat_stored(dir).ok().filter(Meta::is_dir)?;
         let names = self.list_stored(dir).ok()?;
         let t = self.tables.of(self, &self.env, path, &names)?;

@@ -16,20 +16,23 @@ pub fn table_at(path: &Path) -> Option<Result<Arc<CTable>, String>> {
         return None;
     }
     let abs = std::path::absolute(path).ok()?;
-    let dir = abs.parent()?.as_os_str().as_encoded_bytes();
-    if !dir.ends_with(b".b2d") && !dir.ends_with(b".b2z") {
+    let dir = abs.parent()?;
+    if !super::ctable::table_like(dir) {
         return None;
     }
-    let dir = abs.parent()?;
     let local = Arc::new(LocalTree::new(PathBuf::from("/")));
     let env = Env::with_workers(64 << 20, 0);
     let tree = StoreTree::new(local, env.clone());
     tree.stat(&dir.join(META_KEY)).ok()?;
-    Some(
-        super::ctable::open(&tree, &env, dir)
-            .map(Arc::new)
-            .map_err(|e| format!("{}: no table: {e}", path.display())),
-    )
+    Some(match super::ctable::open(&tree, &env, dir) {
+        Ok(Some(t)) => Ok(Arc::new(t)),
+        Ok(None) => Err(format!(
+            "{}: no table: {} is not a CTable's",
+            path.display(),
+            META_KEY
+        )),
+        Err(e) => Err(format!("{}: no table: {e}", path.display())),
+    })
 }
 
 /// Write bytes `offset..offset + length` of the table's `.npy` to stdout.

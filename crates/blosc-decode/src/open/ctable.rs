@@ -87,9 +87,13 @@ fn array_1d(c: &Container, what: &str) -> Result<(u64, Dtype, u64)> {
 
 impl CTable {
     /// Open the table whose parts `open` gives by key (`_meta.b2f`,
-    /// `_valid_rows.b2nd`, `_cols/NAME.b2nd`).
-    pub fn open(open: &dyn Fn(&str) -> Result<Container>) -> Result<CTable> {
+    /// `_valid_rows.b2nd`, `_cols/NAME.b2nd`); `None` if `_meta.b2f` is not
+    /// a CTable's.
+    pub fn open(open: &dyn Fn(&str) -> Result<Container>) -> Result<Option<CTable>> {
         let meta = open(META_KEY)?;
+        if !ctable::is_ctable(&meta.info().vlmetalayers) {
+            return Ok(None);
+        }
         let schema = ctable::schema_of(&meta.info().vlmetalayers).map_err(Error::corrupt)?;
         let mask = open(MASK_KEY)?;
         let (capacity, mdt, mask_skip) = array_1d(&mask, MASK_KEY)?;
@@ -166,7 +170,7 @@ impl CTable {
             .checked_mul(record)
             .ok_or_else(|| Error::corrupt("table larger than 2^64 bytes"))?;
         t.header = crate::npy::npy_header(&t.descr, false, &[t.rows()]);
-        Ok(t)
+        Ok(Some(t))
     }
 
     /// Count the valid rows of each segment of the mask.
