@@ -214,6 +214,9 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
     if let Some(dir) = zarr_dir(&a.file) {
         return cat_zarr(&dir, &a);
     }
+    if let Some(t) = crate::fs::table_cli::table_at(&a.file) {
+        return crate::fs::table_cli::cat(t?, &a.file, a.offset, a.length);
+    }
     // Windows are decoded on all CPUs below: no decode-ahead pool.
     let mut env = Env::with_workers(64 << 20, 0);
     env.verify_checksums = a.verify;
@@ -338,6 +341,10 @@ pub fn cmd_info(args: &[String]) -> Result<(), String> {
     }
     if let Some(dir) = zarr_dir(&file) {
         return info_zarr(&dir);
+    }
+    if let Some(t) = crate::fs::table_cli::table_at(&file) {
+        print!("{}", crate::fs::table_cli::info(t?, &file));
+        return Ok(());
     }
     let env = Env::new(16 << 20);
     let t = open_target(&file, &remote, &env)?;

@@ -53,7 +53,7 @@ use listing::{DirListing, Listings};
 use probe::Probes;
 pub use remote_tree::RemoteTree;
 pub use source_tree::{EntryKind, LocalTree, Meta, RawFile, SourceTree, Time};
-pub use stores::StoreTree;
+pub use stores::{table_cli, StoreTree};
 pub use xattr::Statfs;
 pub use zarr::ZarrTree;
 

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod ctable;
 mod docs;
 mod fs;
 mod fs_sizes;

@@ -2,11 +2,13 @@
 //! directory, a `.b2d` showing its embedded keys, every leaf read as
 //! python-blosc2 reads it (the manifest of
 //! scripts/fixtures/gen_store_fixtures.py), a deflated member EIO with a
-//! log line naming it, the rest of the mount still served.
+//! log line naming it, the rest of the mount still served; a CTable's
+//! `table.npy` loaded by numpy.
 
 use crate::common::*;
 use crate::mount::Mount;
 use sha2::{Digest, Sha256};
+use std::process::Command;
 
 #[test]
 fn store_members_read_through_the_mount() {
@@ -58,4 +60,43 @@ fn store_members_read_through_the_mount() {
         text.contains("deflated.b2z") && text.contains("not stored as its own bytes"),
         "{text}"
     );
+}
+
+/// A CTable's `table.npy` through a real mount: `numpy.load` (whole and
+/// memory-mapped) gives `numpy.asarray` of the table as python-blosc2 reads
+/// it from the source, for a `.b2d` directory and a `.b2z` store.
+#[test]
+fn ctable_rows_load_through_the_mount() {
+    if !fuse_available() {
+        return;
+    }
+    let Some(py) = python() else { return };
+    let fixtures = fixture("stores/ctable/b2-4.14.1");
+    let m = Mount::prepare();
+    for t in ["kinds.b2d", "kinds.b2z", "big.b2d"] {
+        copy(&fixtures.join(t), &m.src().join(t));
+    }
+    let (mut m, log) = m.mount_logged(&[]);
+    let mp = m.mp();
+    let got = std::fs::read(mp.join("kinds.b2z/table.npy")).unwrap();
+    let want = std::fs::read(fixtures.join("expected/kinds_b2z.npy")).unwrap();
+    assert_eq!(got, want);
+    let script = format!(
+        "import numpy as np, blosc2\n\
+         for t in ('kinds.b2d', 'kinds.b2z', 'big.b2d'):\n\
+         \x20   ref = np.asarray(blosc2.open('{src}/' + t, mode='r'))\n\
+         \x20   a = np.load('{mp}/' + t + '/table.npy')\n\
+         \x20   assert a.dtype == ref.dtype and a.shape == ref.shape, t\n\
+         \x20   assert (a == ref).all(), t\n\
+         \x20   mm = np.load('{mp}/' + t + '/table.npy', mmap_mode='r')\n\
+         \x20   assert mm.dtype == ref.dtype and (mm[::7] == ref[::7]).all(), t\n\
+         \x20   assert (mm[-3:] == ref[-3:]).all(), t\n\
+         \x20   del mm\n\
+         print('ok')\n",
+        mp = mp.display(),
+        src = m.src().display()
+    );
+    let o = Command::new(&py).arg("-c").arg(script).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    m.unmount_without_panic(&log);
 }

@@ -18,7 +18,9 @@
 //! with a log line; a store that cannot be read passes through as a file
 //! (or as its plain directory), with a log line.
 
+mod ctable;
 mod store;
+pub mod table_cli;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
 use super::Error;
@@ -26,6 +28,7 @@ use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{Source, Stamp};
+use blosc_decode::open::ctable::CTable;
 use blosc_decode::open::embed::{self, Leaf as EmbeddedLeaf};
 use blosc_decode::open::store as zip_store;
 use parking_lot::Mutex;
@@ -70,6 +73,8 @@ pub struct StoreTree {
     env: Env,
     /// Parsed stores by the path of the file read.
     kept: Mutex<HashMap<PathBuf, Kept>>,
+    /// CTables read.
+    tables: ctable::Tables,
 }
 
 fn enoent() -> std::io::Error {
@@ -82,6 +87,7 @@ impl StoreTree {
             inner,
             env,
             kept: Mutex::new(HashMap::new()),
+            tables: ctable::Tables::default(),
         }
     }
 
@@ -274,6 +280,52 @@ impl StoreTree {
         }
         Ok(names)
     }
+    /// A directory's entries as stored (without a table's `.npy`).
+    fn list_stored(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
+        match self.locate(dir) {
+            Some(l) if l.overlay => self.list_overlay(dir, &l),
+            Some(l) => l
+                .store
+                .dirs
+                .get(&l.rel)
+                .map(|names| names.iter().cloned().collect())
+                .ok_or_else(|| std::io::Error::from(Error::not_dir())),
+            None => self.inner.list(dir),
+        }
+    }
+
+    /// The metadata of what is stored at `path`.
+    fn stat_stored(&self, path: &Path) -> std::io::Result<Meta> {
+        self.virtual_stat(path)
+            .unwrap_or_else(|| self.inner.stat(path))
+    }
+
+    /// `md`, or where nothing is stored at `path`, a table's `.npy`'s.
+    fn or_table(&self, path: &Path, md: std::io::Result<Meta>) -> std::io::Result<Meta> {
+        match md {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.table_of(path) {
+                Some((_, md)) => Ok(md),
+                None => Err(e),
+            },
+            r => r,
+        }
+    }
+
+    /// The CTable whose `.npy` `path` is, with that file's metadata.
+    fn table_of(&self, path: &Path) -> Option<(Arc<CTable>, Meta)> {
+        let dir = path.parent()?;
+        if path.file_name()? != ctable::TABLE_NAME
+            || !ctable::table_like(dir)
+            || self.stat_stored(path).is_ok()
+        {
+            return None;
+        }
+        let dir_md = self.stat_stored(dir).ok().filter(Meta::is_dir)?;
+        let names = self.list_stored(dir).ok()?;
+        let t = self.tables.of(self, &self.env, path, &names)?;
+        let md = ctable::table_meta(&dir_md, &t);
+        Some((t, md))
+    }
 }
 
 /// A leaf read as its raw bytes.
@@ -306,26 +358,20 @@ impl SourceTree for StoreTree {
     }
 
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
-        match self.locate(dir) {
-            Some(l) if l.overlay => self.list_overlay(dir, &l),
-            Some(l) => l
-                .store
-                .dirs
-                .get(&l.rel)
-                .map(|names| names.iter().cloned().collect())
-                .ok_or_else(|| std::io::Error::from(Error::not_dir())),
-            None => self.inner.list(dir),
-        }
+        let mut names = self.list_stored(dir)?;
+        names.extend(self.tables.name_in(self, &self.env, dir, &names));
+        Ok(names)
     }
 
     fn stat(&self, path: &Path) -> std::io::Result<Meta> {
-        self.virtual_stat(path)
-            .unwrap_or_else(|| self.inner.stat(path))
+        self.or_table(path, self.stat_stored(path))
     }
 
     fn stat_follow(&self, path: &Path) -> std::io::Result<Meta> {
-        self.virtual_stat(path)
-            .unwrap_or_else(|| self.inner.stat_follow(path))
+        let md = self
+            .virtual_stat(path)
+            .unwrap_or_else(|| self.inner.stat_follow(path));
+        self.or_table(path, md)
     }
 
     fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
@@ -336,6 +382,9 @@ impl SourceTree for StoreTree {
     }
 
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
+        if self.table_of(path).is_some() {
+            return Ok(None);
+        }
         if !self.answers(path) {
             return self.inner.probe(path, meta);
         }
@@ -353,6 +402,9 @@ impl SourceTree for StoreTree {
         meta: &Meta,
         env: &Env,
     ) -> blosc_decode::Result<Option<Container>> {
+        if self.table_of(path).is_some() {
+            return Ok(None);
+        }
         if !self.answers(path) {
             return self.inner.open_container(path, meta, env);
         }
@@ -363,6 +415,12 @@ impl SourceTree for StoreTree {
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
+        if let Some((table, meta)) = self.table_of(path) {
+            let path = path.to_path_buf();
+            let file = ctable::TableFile { table, meta, path };
+            let meta = file.meta.clone();
+            return Ok((Box::new(file), meta));
+        }
         if !self.answers(path) {
             return self.inner.open_plain(path);
         }

@@ -3,6 +3,7 @@
 pub mod b2nd;
 pub mod bloscpack;
 pub mod chunk;
+pub mod ctable;
 pub mod embed;
 pub mod frame;
 pub mod msgpack;

@@ -4,6 +4,7 @@
 //! is presented through (`.npy` for arrays).
 
 pub mod bloscpack;
+pub mod ctable;
 pub mod embed;
 pub mod frame;
 pub mod packed;
