@@ -45,8 +45,7 @@ impl ZarrArray {
     }
 
     pub fn new(meta: ArrayMeta, store: Arc<dyn ChunkStore>) -> ZarrArray {
-        let descr = format!("'{}'", meta.dtype.typestr());
-        let header = blosc_decode::npy::npy_header(&descr, false, &meta.shape);
+        let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
         let keep = (CACHE_BYTES / meta.chunk_bytes().max(1)).max(1);
         ZarrArray {
             grid: grid_shape(&meta),
@@ -154,7 +153,7 @@ impl ZarrArray {
             return Ok(c.clone());
         }
         let key = chunk_key(self.meta.keys, pos);
-        let chunk = self.meta.chunk_bytes();
+        let chunk = self.meta.stored_bytes();
         let max = chunk.saturating_mul(2).saturating_add(1 << 16);
         let found = match self.store.get(&key, max) {
             Ok(Some(raw)) => {

@@ -17,13 +17,14 @@
 pub mod array;
 pub mod codec;
 mod crc32c;
+mod filters;
 pub mod grid;
 pub mod meta;
 pub mod store;
 
 pub use array::ZarrArray;
 pub use blosc_decode::{Error, ErrorKind, Result};
-pub use meta::ArrayMeta;
+pub use meta::{ArrayMeta, DataType, Filter};
 pub use store::{ChunkStore, DirStore};
 
 /// The metadata file of a v2 array.
