@@ -81,14 +81,16 @@ impl ArrayMeta {
     pub fn parse_node(text: &[u8], v2: bool) -> Result<Option<ArrayMeta>> {
         let doc: Value = serde_json::from_slice(text)
             .map_err(|e| Error::corrupt(format!("metadata is not JSON: {e}")))?;
+        ArrayMeta::from_json(&doc, v2)
+    }
+
+    /// [`ArrayMeta::parse_node`] of a document already parsed (an entry of
+    /// consolidated metadata).
+    pub fn from_json(doc: &Value, v2: bool) -> Result<Option<ArrayMeta>> {
         if !v2 && doc.get("node_type").and_then(Value::as_str) == Some("group") {
             return Ok(None);
         }
-        let m = if v2 {
-            v2::parse(&doc)?
-        } else {
-            v3::parse(&doc)?
-        };
+        let m = if v2 { v2::parse(doc)? } else { v3::parse(doc)? };
         m.check()?;
         Ok(Some(m))
     }
