@@ -10,7 +10,8 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
     }
     let shape = dims(doc.get("shape").unwrap_or(&Value::Null), "shape")?;
     let chunks = dims(doc.get("chunks").unwrap_or(&Value::Null), "chunks")?;
-    let dtype = dtype::v2(doc.get("dtype").ok_or_else(|| Error::corrupt("no dtype"))?)?;
+    let dtype = dtype::v2(doc.get("dtype").ok_or_else(|| Error::corrupt("no dtype"))?)
+        .map_err(|e| with_filter_ids(e, doc))?;
     let mut names = Vec::new();
     let mut filters = match text(doc, "order")? {
         "C" => Vec::new(),
@@ -52,6 +53,20 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         codecs,
         codec_names: names,
     })
+}
+
+/// `e` naming the filters of `doc` (an object dtype's codec, such as
+/// `vlen-utf8`, is among them).
+fn with_filter_ids(mut e: Error, doc: &Value) -> Error {
+    let ids: Vec<&str> = doc
+        .get("filters")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(|f| f.get("id")?.as_str()).collect())
+        .unwrap_or_default();
+    if !ids.is_empty() {
+        e.reason = format!("{} (filters {})", e.reason, ids.join(", "));
+    }
+    e
 }
 
 /// The v2 `compressor` as the pipeline's one codec.
