@@ -8,10 +8,13 @@
 //! the tree and through `bloscfs cat`; `bloscfs info` describes it.
 
 use crate::common;
-use bloscfs::fs::{Attr, Fs, FsOptions, Kind, ROOT_INO};
+use crate::source_tree::Counting;
+use bloscfs::fs::{Attr, Fs, FsOptions, Kind, LocalTree, ROOT_INO};
+use parking_lot::Mutex;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 /// Each writer's fixture directory (`zN-VERSION`).
 fn writers() -> Vec<PathBuf> {
@@ -224,5 +227,65 @@ fn cat_and_info_of_an_array_directory() {
             let end = (header + 8).min(want.len());
             assert_eq!(raw.stdout, &want[header + 3..end], "{rel}");
         }
+    }
+}
+
+/// The paths asked of the source inside the array directories `arrays`
+/// of a copy of writer `w`'s `group.zarr` (its consolidated metadata taken
+/// away unless `consolidated`) while the group's arrays are listed and
+/// looked up as `.npy` files.
+fn asked_inside(w: &str, arrays: &[&str], consolidated: bool) -> Vec<PathBuf> {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let g = root.join("group.zarr");
+    common::copy(&common::fixture(&format!("zarr/{w}/stores/group.zarr")), &g);
+    if !consolidated {
+        std::fs::remove_file(g.join(".zmetadata")).ok();
+        let meta = g.join("zarr.json");
+        if let Ok(text) = std::fs::read_to_string(&meta) {
+            let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            doc.as_object_mut().unwrap().remove("consolidated_metadata");
+            std::fs::write(&meta, doc.to_string()).unwrap();
+        }
+    }
+    let tree = Arc::new(Counting {
+        inner: LocalTree::new(root.clone()),
+        calls: Mutex::default(),
+    });
+    let fs = Fs::with_tree(tree.clone(), &FsOptions::default()).unwrap();
+    for a in arrays {
+        let (parent, name) = a.rsplit_once('/').unwrap_or(("", a));
+        let dir = ["group.zarr", parent].join("/");
+        let dir = dir.trim_end_matches('/');
+        let listed = common::names(&fs, lookup(&fs, dir).ino);
+        assert!(listed.contains(&format!("{name}.npy")), "{a}: {listed:?}");
+        assert!(lookup(&fs, &format!("{dir}/{name}.npy")).size > 128);
+    }
+    // The presented tree asks each directory whether it is a sparse frame
+    // (its `chunks.b2frame`), Zarr store or not: not the Zarr tree's doing.
+    let calls = tree.calls.lock();
+    calls
+        .keys()
+        .map(|(_, p)| p.clone())
+        .filter(|p| p.file_name() != Some("chunks.b2frame".as_ref()))
+        .filter(|p| {
+            arrays
+                .iter()
+                .any(|a| p.starts_with(g.join(a)) && *p != g.join(a))
+        })
+        .collect()
+}
+
+#[test]
+fn consolidated_groups_present_arrays_without_looking_inside_them() {
+    for (w, arrays) in [
+        ("z2-2.18.7", ["a", "sub/b", "sub/c"]),
+        ("z3-3.1.6", ["x", "sub/y", "sub/z"]),
+    ] {
+        let inside = asked_inside(w, &arrays, true);
+        assert!(inside.is_empty(), "{w}: {inside:?}");
+        // Without it each array's own metadata file is read.
+        let inside = asked_inside(w, &arrays, false);
+        assert!(inside.len() >= 3, "{w}: {inside:?}");
     }
 }

@@ -282,9 +282,6 @@ fn chunk_key_like(name: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod consolidated_tests;
-
-#[cfg(test)]
 mod tests {
     use super::chunk_key_like;
 
