@@ -81,32 +81,53 @@ pub(super) fn own_meta(
     kept: &mut Kept,
     dir: &Path,
 ) -> Option<Arc<ArrayMeta>> {
-    let (file, v2) = [(ZARRAY, true), (ZARR_JSON, false)]
+    let files = [(ZARRAY, true), (ZARR_JSON, false)];
+    kept_doc(
+        tree,
+        kept,
+        dir,
+        files,
+        MAX_META_BYTES,
+        |text, v2| match text.and_then(|t| ArrayMeta::parse_node(&t, v2)) {
+            Ok(m) => m.map(Arc::new),
+            Err(e) => {
+                not_presented(dir, &e.to_string());
+                None
+            }
+        },
+    )
+}
+
+/// What `parse` makes of the first of `files` (name, whether it is v2's)
+/// that directory `dir` holds, read up to `max` bytes: once per version
+/// of that file, `kept` (at most [`MAX_KEPT`] directories) remembering it.
+pub(super) fn kept_doc<T: Clone>(
+    tree: &dyn SourceTree,
+    kept: &mut HashMap<PathBuf, (Stamp, Option<T>)>,
+    dir: &Path,
+    files: [(&str, bool); 2],
+    max: u64,
+    parse: impl FnOnce(blosc_decode::Result<Vec<u8>>, bool) -> Option<T>,
+) -> Option<T> {
+    let (file, v2) = files
         .into_iter()
         .find(|(f, _)| tree.stat(&dir.join(f)).is_ok_and(|m| m.is_file()))?;
     let path = dir.join(file);
     let md = tree.stat(&path).ok()?;
-    if let Some((s, m)) = kept.get(dir) {
+    if let Some((s, v)) = kept.get(dir) {
         if *s == md.stamp() {
-            return m.clone();
+            return v.clone();
         }
     }
-    let parsed = tree
+    let text = tree
         .open_source(&path, &md)
-        .and_then(|src| read_bounded(src.as_ref(), MAX_META_BYTES, file))
-        .and_then(|text| ArrayMeta::parse_node(&text, v2));
-    let meta = match parsed {
-        Ok(m) => m.map(Arc::new),
-        Err(e) => {
-            not_presented(dir, &e.to_string());
-            None
-        }
-    };
+        .and_then(|src| read_bounded(src.as_ref(), max, file));
+    let v = parse(text, v2);
     if kept.len() >= MAX_KEPT {
         kept.clear();
     }
-    kept.insert(dir.to_path_buf(), (md.stamp(), meta.clone()));
-    meta
+    kept.insert(dir.to_path_buf(), (md.stamp(), v.clone()));
+    v
 }
 
 /// The log line of an array not presented.
