@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A local tree, with a count of each call per (method, path).
-struct Counting {
-    inner: LocalTree,
-    calls: Mutex<HashMap<(&'static str, PathBuf), u32>>,
+pub(crate) struct Counting {
+    pub(crate) inner: LocalTree,
+    pub(crate) calls: Mutex<HashMap<(&'static str, PathBuf), u32>>,
 }
 
 impl Counting {

@@ -18,6 +18,10 @@ use std::sync::Arc;
 /// Decoded chunks kept per array, in bytes (at least one chunk is kept).
 pub const CACHE_BYTES: u64 = 64 << 20;
 
+/// Decoded chunks kept per array, at most (the cache's map is sized by
+/// it when made).
+const MAX_CACHED: u64 = 1024;
+
 /// A decoded chunk, or `None` for one the store does not hold.
 type Decoded = Option<Arc<Vec<u8>>>;
 
@@ -45,9 +49,8 @@ impl ZarrArray {
     }
 
     pub fn new(meta: ArrayMeta, store: Arc<dyn ChunkStore>) -> ZarrArray {
-        let descr = format!("'{}'", meta.dtype.typestr());
-        let header = blosc_decode::npy::npy_header(&descr, false, &meta.shape);
-        let keep = (CACHE_BYTES / meta.chunk_bytes().max(1)).max(1);
+        let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
+        let keep = (CACHE_BYTES / meta.chunk_bytes().max(1)).clamp(1, MAX_CACHED);
         ZarrArray {
             grid: grid_shape(&meta),
             header,
@@ -154,7 +157,7 @@ impl ZarrArray {
             return Ok(c.clone());
         }
         let key = chunk_key(self.meta.keys, pos);
-        let chunk = self.meta.chunk_bytes();
+        let chunk = self.meta.stored_bytes();
         let max = chunk.saturating_mul(2).saturating_add(1 << 16);
         let found = match self.store.get(&key, max) {
             Ok(Some(raw)) => {
@@ -174,4 +177,31 @@ impl ZarrArray {
 fn in_key(mut e: Error, key: &str) -> Error {
     e.reason = format!("chunk {key}: {}", e.reason);
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store holding nothing.
+    struct Empty;
+
+    impl ChunkStore for Empty {
+        fn get(&self, _key: &str, _max: u64) -> Result<Option<Vec<u8>>> {
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn tiny_chunks_do_not_size_a_huge_cache() {
+        let doc = br#"{"zarr_format": 2, "shape": [100], "chunks": [1],
+          "dtype": "|u1", "order": "C", "fill_value": 3, "filters": null,
+          "compressor": null}"#;
+        let a = ZarrArray::new(ArrayMeta::parse(doc, true).unwrap(), Arc::new(Empty));
+        // The map behind the cache is made with room for every entry.
+        assert_eq!(a.cache.lock().cap().get() as u64, MAX_CACHED);
+        let mut b = [0u8; 4];
+        assert_eq!(a.read_values_at(98, &mut b).unwrap(), 2);
+        assert_eq!(b[..2], [3, 3]);
+    }
 }

@@ -4,6 +4,7 @@
 //! otherwise at most twice the chunk plus 64 KiB.
 
 use crate::crc32c::crc32c;
+use crate::filters;
 use crate::meta::{fill::swapped, ArrayMeta, Codec};
 use crate::{Error, Result};
 use blosc_decode::codec::{self as bcodec, Params};
@@ -36,25 +37,49 @@ impl Want {
 /// presented byte order: exactly [`ArrayMeta::chunk_bytes`] bytes, or an
 /// error.
 pub fn decode_chunk(meta: &ArrayMeta, raw: Vec<u8>) -> Result<Vec<u8>> {
-    let chunk = meta.chunk_bytes();
-    let max = chunk.saturating_mul(2).saturating_add(1 << 16);
+    let stored = meta.stored_bytes();
+    let max = stored.saturating_mul(2).saturating_add(1 << 16);
     let mut data = raw;
     for (i, c) in meta.codecs.iter().enumerate().rev() {
         let before = &meta.codecs[..i];
+        let crcs = before.iter().filter(|c| **c == Codec::Crc32c).count() as u64;
         let exact = before
             .iter()
-            .all(|c| *c == Codec::Crc32c)
-            .then(|| chunk + 4 * before.len() as u64);
+            .all(|c| matches!(c, Codec::Crc32c | Codec::Shuffle(_)))
+            .then_some(stored + 4 * crcs);
         data = decode_one(*c, data, Want { exact, max })?;
     }
-    if data.len() as u64 != chunk {
+    if data.len() as u64 != stored {
         return Err(Error::corrupt(format!(
-            "chunk holds {} bytes, expected {chunk}",
+            "chunk holds {} bytes, expected {stored}",
             data.len()
         )));
     }
     if meta.swap {
-        data = swapped(&data, meta.dtype.swap_unit() as usize);
+        data = swapped(&data, meta.stored.swap_unit() as usize);
+    }
+    unfilter(meta, data)
+}
+
+/// The array-to-array steps undone, last applied first.
+fn unfilter(meta: &ArrayMeta, mut data: Vec<u8>) -> Result<Vec<u8>> {
+    // The element type each step was given.
+    let mut given = Vec::with_capacity(meta.filters.len());
+    let mut cur = meta.dtype.clone();
+    for f in &meta.filters {
+        let next = f.encoded(&cur)?;
+        given.push(cur);
+        cur = next;
+    }
+    for (f, t) in meta.filters.iter().zip(&given).rev() {
+        data = filters::undo(f, data, t)?;
+    }
+    let chunk = meta.chunk_bytes();
+    if data.len() as u64 != chunk {
+        return Err(Error::corrupt(format!(
+            "filters left {} bytes, expected {chunk}",
+            data.len()
+        )));
     }
     Ok(data)
 }
@@ -62,6 +87,7 @@ pub fn decode_chunk(meta: &ArrayMeta, raw: Vec<u8>) -> Result<Vec<u8>> {
 fn decode_one(c: Codec, src: Vec<u8>, want: Want) -> Result<Vec<u8>> {
     let out = match c {
         Codec::Crc32c => return crc_stripped(src, want),
+        Codec::Shuffle(n) => filters::unshuffle(src, n)?,
         Codec::Blosc => blosc(&src, want)?,
         Codec::Zstd => zstd::bulk::decompress(&src, want.exact.unwrap_or(want.max) as usize)
             .map_err(|e| Error::corrupt(format!("zstd: {e}")))?,
@@ -81,6 +107,7 @@ fn name(c: Codec) -> &'static str {
         Codec::Zlib => "zlib",
         Codec::Lz4 => "lz4",
         Codec::Crc32c => "crc32c",
+        Codec::Shuffle(_) => "shuffle",
     }
 }
 

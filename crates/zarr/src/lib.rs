@@ -8,6 +8,8 @@
 //! - [`codec`]: the codec pipeline of one chunk (blosc through
 //!   blosc-decode's own decoder, zstd, gzip, zlib, lz4, bytes, crc32c),
 //!   each step's output size known in advance and checked.
+//! - [`consolidated`]: a group's consolidated metadata (v2 `.zmetadata`,
+//!   v3 `consolidated_metadata`), every array below it described at once.
 //! - [`grid`]: the regular chunk grid and chunk keys.
 //! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
 //!   decoding only the chunks it touches, through a [`ChunkStore`].
@@ -16,14 +18,16 @@
 
 pub mod array;
 pub mod codec;
+pub mod consolidated;
 mod crc32c;
+mod filters;
 pub mod grid;
 pub mod meta;
 pub mod store;
 
 pub use array::ZarrArray;
 pub use blosc_decode::{Error, ErrorKind, Result};
-pub use meta::ArrayMeta;
+pub use meta::{ArrayMeta, DataType, Filter};
 pub use store::{ChunkStore, DirStore};
 
 /// The metadata file of a v2 array.

@@ -6,6 +6,7 @@
 //! Each array is also shown as a `.npy` file beside its directory
 //! ([`npy`]).
 
+mod consolidated;
 mod npy;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
@@ -13,7 +14,8 @@ use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
 use blosc_decode::io::{Source, Stamp};
-use bloscfs_zarr::ZarrArray;
+use bloscfs_zarr::consolidated::Node;
+use bloscfs_zarr::{ArrayMeta, ZarrArray};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -34,6 +36,8 @@ pub struct ZarrTree {
     marked: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
     /// Array directories looked at.
     arrays: Mutex<npy::Kept>,
+    /// Groups looked at for consolidated metadata.
+    groups: Mutex<consolidated::Kept>,
 }
 
 impl ZarrTree {
@@ -42,6 +46,7 @@ impl ZarrTree {
             inner,
             marked: Mutex::new(HashMap::new()),
             arrays: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
         }
     }
 
@@ -103,8 +108,30 @@ impl ZarrTree {
     /// The metadata of the `.npy` of the array at `dir`, if it is one.
     fn array_at(&self, dir: &Path) -> Option<Meta> {
         let md = self.inner.stat(dir).ok().filter(Meta::is_dir)?;
-        let len = npy::npy_len(self.inner.as_ref(), &mut self.arrays.lock(), dir)?;
-        Some(npy::npy_meta(&md, len))
+        let meta = self.array_meta(dir)?;
+        Some(npy::npy_meta(&md, npy::npy_len(&meta)))
+    }
+
+    /// The metadata of the array at directory `dir`: from the consolidated
+    /// metadata of the nearest group above it that has some and knows
+    /// `dir`, else from `dir`'s own metadata file.
+    fn array_meta(&self, dir: &Path) -> Option<Arc<ArrayMeta>> {
+        let root = self.inner.root();
+        for group in dir.ancestors().skip(1).take_while(|d| d.starts_with(root)) {
+            if !self.is_marked(group) {
+                break;
+            }
+            let tree = self.inner.as_ref();
+            let Some(nodes) = consolidated::nodes_at(tree, &mut self.groups.lock(), group) else {
+                continue;
+            };
+            match dir.strip_prefix(group).ok().and_then(|rel| nodes.get(rel)) {
+                Some(Node::Array(m)) => return m.clone().ok(),
+                Some(Node::Other) => return None,
+                None => break,
+            }
+        }
+        npy::own_meta(self.inner.as_ref(), &mut self.arrays.lock(), dir)
     }
 
     /// `path`'s metadata from the source, else as an array's `.npy`.
@@ -211,14 +238,14 @@ impl SourceTree for ZarrTree {
         let (dir, meta) = self
             .array_of(path)
             .ok_or_else(|| std::io::Error::from(crate::fs::Error::not_found()))?;
+        let array_meta = self
+            .array_meta(&dir)
+            .ok_or_else(|| std::io::Error::from(crate::fs::Error::not_found()))?;
         let store = npy::TreeStore {
             tree: self.inner.clone(),
             dir,
         };
-        let array = ZarrArray::open(Arc::new(store)).map_err(|e| {
-            log::warn!("{}: {e}", path.display());
-            std::io::Error::from_raw_os_error(e.errno())
-        })?;
+        let array = ZarrArray::new(ArrayMeta::clone(&array_meta), Arc::new(store));
         let file = npy::NpyFile {
             array,
             meta: meta.clone(),

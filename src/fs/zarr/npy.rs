@@ -20,9 +20,10 @@ use std::sync::Arc;
 /// Arrays remembered, at most (the map is emptied past it).
 const MAX_KEPT: usize = 4096;
 
-/// What an array directory's metadata said: the `.npy` length, or `None`
-/// (not an array, or one not presented), at the metadata file's stamp.
-pub(super) type Kept = HashMap<PathBuf, (Stamp, Option<u64>)>;
+/// What an array directory's metadata said: the array's metadata, or
+/// `None` (not an array, or one not presented), at the metadata file's
+/// stamp.
+pub(super) type Kept = HashMap<PathBuf, (Stamp, Option<Arc<ArrayMeta>>)>;
 
 /// An array's directory as a [`ChunkStore`]: its files through the tree.
 pub(super) struct TreeStore {
@@ -74,45 +75,71 @@ pub(super) fn candidates(npy: &Path) -> Vec<PathBuf> {
     }
 }
 
-/// The `.npy` length of the array at `dir` (`None`: not a presented
-/// array), read through `tree` once per version of its metadata file.
-pub(super) fn npy_len(tree: &dyn SourceTree, kept: &mut Kept, dir: &Path) -> Option<u64> {
-    let (file, v2) = [(ZARRAY, true), (ZARR_JSON, false)]
+/// The metadata of the array at `dir` from its own metadata file (`None`:
+/// not a presented array), read through `tree` once per version of it.
+pub(super) fn own_meta(
+    tree: &dyn SourceTree,
+    kept: &mut Kept,
+    dir: &Path,
+) -> Option<Arc<ArrayMeta>> {
+    let files = [(ZARRAY, true), (ZARR_JSON, false)];
+    kept_doc(
+        tree,
+        kept,
+        dir,
+        files,
+        MAX_META_BYTES,
+        |text, v2| match text.and_then(|t| ArrayMeta::parse_node(&t, v2)) {
+            Ok(m) => m.map(Arc::new),
+            Err(e) => {
+                not_presented(dir, &e.to_string());
+                None
+            }
+        },
+    )
+}
+
+/// What `parse` makes of the first of `files` (name, whether it is v2's)
+/// that directory `dir` holds, read up to `max` bytes: once per version
+/// of that file, `kept` (at most [`MAX_KEPT`] directories) remembering it.
+pub(super) fn kept_doc<T: Clone>(
+    tree: &dyn SourceTree,
+    kept: &mut HashMap<PathBuf, (Stamp, Option<T>)>,
+    dir: &Path,
+    files: [(&str, bool); 2],
+    max: u64,
+    parse: impl FnOnce(blosc_decode::Result<Vec<u8>>, bool) -> Option<T>,
+) -> Option<T> {
+    let (file, v2) = files
         .into_iter()
         .find(|(f, _)| tree.stat(&dir.join(f)).is_ok_and(|m| m.is_file()))?;
     let path = dir.join(file);
     let md = tree.stat(&path).ok()?;
-    if let Some((s, len)) = kept.get(dir) {
+    if let Some((s, v)) = kept.get(dir) {
         if *s == md.stamp() {
-            return *len;
+            return v.clone();
         }
     }
-    let parsed = tree
+    let text = tree
         .open_source(&path, &md)
-        .and_then(|src| read_bounded(src.as_ref(), MAX_META_BYTES, file))
-        .and_then(|text| ArrayMeta::parse_node(&text, v2));
-    let len = match parsed {
-        Ok(Some(m)) => Some(ZarrArray::new(m, Arc::new(NoChunks)).npy_len()),
-        Ok(None) => None,
-        Err(e) => {
-            log::warn!("{}: Zarr array not presented as .npy: {e}", dir.display());
-            None
-        }
-    };
+        .and_then(|src| read_bounded(src.as_ref(), max, file));
+    let v = parse(text, v2);
     if kept.len() >= MAX_KEPT {
         kept.clear();
     }
-    kept.insert(dir.to_path_buf(), (md.stamp(), len));
-    len
+    kept.insert(dir.to_path_buf(), (md.stamp(), v.clone()));
+    v
 }
 
-/// A store holding nothing (to size an array from its metadata alone).
-struct NoChunks;
+/// The log line of an array not presented.
+pub(super) fn not_presented(dir: &Path, why: &str) {
+    log::warn!("{}: Zarr array not presented as .npy: {why}", dir.display());
+}
 
-impl ChunkStore for NoChunks {
-    fn get(&self, _key: &str, _max: u64) -> bloscfs_zarr::Result<Option<Vec<u8>>> {
-        Ok(None)
-    }
+/// Bytes of the `.npy` of an array: header and values.
+pub(super) fn npy_len(meta: &ArrayMeta) -> u64 {
+    let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
+    header.len() as u64 + meta.data_bytes()
 }
 
 /// The metadata of the `.npy` file of array directory `dir_md`, `len`

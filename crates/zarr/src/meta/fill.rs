@@ -1,6 +1,7 @@
 //! Fill values: one element's bytes from the metadata's JSON (a number,
 //! `null`, a boolean, `"NaN"`, `"Infinity"`, `"-Infinity"`, v3's `"0x..."`
-//! bit patterns, `[re, im]` for complex numbers).
+//! bit patterns, `[re, im]` for complex numbers, base64 text for bytes and
+//! structured types, text for unicode).
 
 use super::DataType;
 use crate::{Error, Result};
@@ -15,7 +16,14 @@ pub(super) fn bytes(v: &Value, dt: &DataType) -> Result<Vec<u8>> {
         (b'b', Value::Number(n)) if n.as_u64().is_some_and(|x| x <= 1) => {
             vec![n.as_u64().unwrap_or(0) as u8]
         }
-        (b'i' | b'u', Value::Number(_)) => int(v, dt).ok_or_else(bad)?,
+        (b'i' | b'u' | b'M' | b'm', Value::Number(_)) => int(v, dt).ok_or_else(bad)?,
+        (b'S' | b'V', Value::String(s)) => {
+            padded(base64(s).ok_or_else(bad)?, dt).ok_or_else(bad)?
+        }
+        (b'U', Value::String(s)) => {
+            let utf32 = s.chars().flat_map(|c| u32::from(c).to_le_bytes()).collect();
+            padded(utf32, dt).ok_or_else(bad)?
+        }
         (b'f', _) => float(v, dt.size).ok_or_else(bad)?,
         (b'c', Value::Array(pair)) if pair.len() == 2 => {
             let mut out = float(&pair[0], dt.size / 2).ok_or_else(bad)?;
@@ -28,6 +36,20 @@ pub(super) fn bytes(v: &Value, dt: &DataType) -> Result<Vec<u8>> {
         swapped(&le, dt.swap_unit() as usize)
     } else {
         le
+    })
+}
+
+/// Standard base64 text's bytes.
+fn base64(s: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
+/// `b` padded with zeros to one element of `dt`, unless longer.
+fn padded(mut b: Vec<u8>, dt: &DataType) -> Option<Vec<u8>> {
+    (b.len() as u64 <= dt.size).then(|| {
+        b.resize(dt.size as usize, 0);
+        b
     })
 }
 
@@ -88,7 +110,7 @@ fn bit_pattern(s: &str, size: u64) -> Option<Vec<u8>> {
 }
 
 /// `x` as IEEE half precision bits, rounded to nearest even.
-fn f16_bits(x: f64) -> u16 {
+pub(crate) fn f16_bits(x: f64) -> u16 {
     let f = x as f32;
     let b = f.to_bits();
     let sign = ((b >> 16) & 0x8000) as u16;

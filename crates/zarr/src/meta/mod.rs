@@ -1,11 +1,15 @@
 //! An array's metadata, from v2 `.zarray` ([`v2`]) or v3 `zarr.json`
 //! ([`v3`]), validated: every size a reader allocates by is checked here.
 
+pub mod dtype;
 pub(crate) mod fill;
+pub mod filter;
 mod v2;
 mod v3;
 
 use crate::{Error, Result};
+pub use dtype::DataType;
+pub use filter::Filter;
 use serde_json::Value;
 
 /// Most dimensions an array may have (NumPy's limit).
@@ -27,6 +31,8 @@ pub enum Codec {
     Lz4,
     /// A CRC-32C of what precedes it, appended (4 bytes, little-endian).
     Crc32c,
+    /// numcodecs' byte shuffle of elements of this many bytes.
+    Shuffle(u64),
 }
 
 /// How chunk keys are spelt.
@@ -36,37 +42,6 @@ pub struct KeyEncoding {
     pub prefix: bool,
     /// `.` or `/`.
     pub sep: u8,
-}
-
-/// An element type: NumPy kind (`b`, `i`, `u`, `f`, `c`) and size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DataType {
-    pub kind: u8,
-    pub size: u64,
-    /// The byte order of the values presented (the one NumPy shows).
-    pub big_endian: bool,
-}
-
-impl DataType {
-    /// NumPy's type string, e.g. `<i4`, `|u1`.
-    pub fn typestr(&self) -> String {
-        let order = match (self.size, self.big_endian) {
-            (1, _) => '|',
-            (_, true) => '>',
-            (_, false) => '<',
-        };
-        format!("{order}{}{}", self.kind as char, self.size)
-    }
-
-    /// The size of one byte-order unit: a complex number's halves are
-    /// swapped separately.
-    pub fn swap_unit(&self) -> u64 {
-        if self.kind == b'c' {
-            self.size / 2
-        } else {
-            self.size
-        }
-    }
 }
 
 /// What a reader needs to know of an array.
@@ -82,7 +57,11 @@ pub struct ArrayMeta {
     /// The fill value as the metadata writes it.
     pub fill_text: String,
     pub keys: KeyEncoding,
-    /// Are chunk values stored in the other byte order than presented
+    /// The array-to-array steps, in the order they were applied.
+    pub filters: Vec<Filter>,
+    /// The element type the bytes codecs were given (after the filters).
+    pub stored: DataType,
+    /// Are chunk values stored in the other byte order than `stored`
     /// (v3's `bytes` codec with another `endian`)?
     pub swap: bool,
     pub codecs: Vec<Codec>,
@@ -102,14 +81,16 @@ impl ArrayMeta {
     pub fn parse_node(text: &[u8], v2: bool) -> Result<Option<ArrayMeta>> {
         let doc: Value = serde_json::from_slice(text)
             .map_err(|e| Error::corrupt(format!("metadata is not JSON: {e}")))?;
+        ArrayMeta::from_json(&doc, v2)
+    }
+
+    /// [`ArrayMeta::parse_node`] of a document already parsed (an entry of
+    /// consolidated metadata).
+    pub fn from_json(doc: &Value, v2: bool) -> Result<Option<ArrayMeta>> {
         if !v2 && doc.get("node_type").and_then(Value::as_str) == Some("group") {
             return Ok(None);
         }
-        let m = if v2 {
-            v2::parse(&doc)?
-        } else {
-            v3::parse(&doc)?
-        };
+        let m = if v2 { v2::parse(doc)? } else { v3::parse(doc)? };
         m.check()?;
         Ok(Some(m))
     }
@@ -126,7 +107,9 @@ impl ArrayMeta {
         if self.chunks.contains(&0) {
             return Err(Error::corrupt("a chunk dimension of 0"));
         }
-        let chunk = self.chunk_bytes_checked()?;
+        let stored = product(&self.chunks, self.stored.size)
+            .ok_or_else(|| Error::corrupt("chunks too large"))?;
+        let chunk = self.chunk_bytes_checked()?.max(stored);
         if chunk > MAX_CHUNK_BYTES {
             return Err(Error::unsupported(format!(
                 "chunks of {chunk} bytes (at most {MAX_CHUNK_BYTES})"
@@ -143,6 +126,20 @@ impl ArrayMeta {
     /// Bytes of one decoded chunk (validated: at most [`MAX_CHUNK_BYTES`]).
     pub fn chunk_bytes(&self) -> u64 {
         product(&self.chunks, self.dtype.size).unwrap_or(u64::MAX)
+    }
+
+    /// Bytes of one chunk as the bytes codecs were given it (validated:
+    /// at most [`MAX_CHUNK_BYTES`]).
+    pub fn stored_bytes(&self) -> u64 {
+        product(&self.chunks, self.stored.size).unwrap_or(u64::MAX)
+    }
+
+    /// The element type the filters turn `dtype` into, each checked to
+    /// take what the one before it gives.
+    pub(crate) fn stored_type(dtype: &DataType, filters: &[Filter]) -> Result<DataType> {
+        filters
+            .iter()
+            .try_fold(dtype.clone(), |cur, f| f.encoded(&cur))
     }
 
     /// Bytes of the whole array's values (validated to fit in a `u64`).

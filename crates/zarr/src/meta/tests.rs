@@ -38,8 +38,13 @@ fn v2_refusals_name_what_they_refuse() {
             "delta",
         ),
         (V2.replace("\"blosc\"", "\"bz2\""), "bz2"),
-        (V2.replace("\"C\"", "\"F\""), "order"),
-        (V2.replace("<i4", "|O"), "|O"),
+        (V2.replace("\"C\"", "\"K\""), "order"),
+        (V2.replace("<i4", "|O"), "object"),
+        (V2.replace("<i4", "<i3"), "<i3"),
+        (
+            V2.replace("\"<i4\"", "[[\"a\", \"<i4\", [-1]]]"),
+            "field shape",
+        ),
     ];
     refused(v2, &cases);
 }
@@ -77,6 +82,28 @@ fn v3_array() {
     );
 }
 
+/// [`V3`] with `f` before its `bytes` codec.
+fn with_filter(f: &str) -> String {
+    V3.replace("\"codecs\": [", &format!("\"codecs\": [{f}, "))
+}
+
+#[test]
+fn v3_filters_and_types() {
+    let m = v3(&with_filter(
+        r#"{"name": "numcodecs.astype", "configuration": {"encode_dtype": "f4", "decode_dtype": "f8"}}"#,
+    ))
+    .unwrap();
+    assert_eq!(m.stored.typestr(), "<f4");
+    assert_eq!(m.stored_bytes(), 64);
+    let dt = V3.replace(
+        "\"float64\"",
+        r#"{"name": "numpy.datetime64", "configuration": {"unit": "ms", "scale_factor": 10}}"#,
+    );
+    let m = v3(&dt.replace("\"NaN\"", "-5")).unwrap();
+    assert_eq!(m.dtype.typestr(), "<M8[10ms]");
+    assert_eq!(m.fill, (-5i64).to_le_bytes());
+}
+
 #[test]
 fn v3_refusals_name_what_they_refuse() {
     let cases = [
@@ -91,6 +118,26 @@ fn v3_refusals_name_what_they_refuse() {
         (V3.replace("float64", "string"), "string"),
         (V3.replace("\"regular\"", "\"rectilinear\""), "rectilinear"),
         (V3.replace("\"array\"", "\"group\""), "group"),
+        (V3.replace("\"float64\"", "\"string\""), "variable-length"),
+        (
+            with_filter(r#"{"name": "transpose", "configuration": {"order": [0, 0]}}"#),
+            "transpose",
+        ),
+        (
+            with_filter(r#"{"name": "transpose", "configuration": {"order": [0]}}"#),
+            "transpose",
+        ),
+        (
+            with_filter(r#"{"name": "numcodecs.delta", "configuration": {"dtype": "i4"}}"#),
+            "delta of <i4 on values of <f8",
+        ),
+        (
+            with_filter(
+                r#"{"name": "numcodecs.fixedscaleoffset", "configuration": {"dtype": "f8", "astype": "U2", "offset": 0, "scale": 1}}"#,
+            ),
+            "fixedscaleoffset to <U2",
+        ),
+        (with_filter(r#"{"name": "numcodecs.pcodec"}"#), "pcodec"),
     ];
     refused(v3, &cases);
 }

@@ -1,6 +1,6 @@
 //! Zarr v2 `.zarray`.
 
-use super::{dims, fill, text, ArrayMeta, Codec, DataType, KeyEncoding};
+use super::{dims, dtype, fill, filter, text, ArrayMeta, Codec, KeyEncoding};
 use crate::{Error, Result};
 use serde_json::Value;
 
@@ -10,32 +10,34 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
     }
     let shape = dims(doc.get("shape").unwrap_or(&Value::Null), "shape")?;
     let chunks = dims(doc.get("chunks").unwrap_or(&Value::Null), "chunks")?;
-    let dtype = match doc.get("dtype") {
-        Some(Value::String(s)) => typestr(s)?,
-        Some(other) => {
-            return Err(Error::unsupported(format!(
-                "dtype {other} (structured dtypes)"
-            )))
+    let dtype = dtype::v2(doc.get("dtype").ok_or_else(|| Error::corrupt("no dtype"))?)
+        .map_err(|e| with_filter_ids(e, doc))?;
+    let mut names = Vec::new();
+    let mut filters = match text(doc, "order")? {
+        "C" => Vec::new(),
+        "F" => {
+            names.push("order \"F\" (presented in C order)".to_string());
+            vec![filter::fortran(&chunks)]
         }
-        None => return Err(Error::corrupt("no dtype")),
-    };
-    match text(doc, "order")? {
-        "C" => {}
-        "F" => return Err(Error::unsupported("order \"F\"")),
         o => return Err(Error::corrupt(format!("order {o:?}"))),
-    }
-    if let Some(f) = doc.get("filters").and_then(Value::as_array) {
-        if let Some(first) = f.first() {
-            let id = first.get("id").and_then(Value::as_str).unwrap_or("?");
-            return Err(Error::unsupported(format!("filter {id:?}")));
+    };
+    if let Some(list) = doc.get("filters").filter(|f| !f.is_null()) {
+        for f in list
+            .as_array()
+            .ok_or_else(|| Error::corrupt("filters is not a list"))?
+        {
+            filters.push(filter::numcodecs(text(f, "id")?, f)?);
+            names.push(f.to_string());
         }
     }
+    let stored = ArrayMeta::stored_type(&dtype, &filters)?;
     let sep = match doc.get("dimension_separator").and_then(Value::as_str) {
         None | Some(".") => b'.',
         Some("/") => b'/',
         Some(s) => return Err(Error::corrupt(format!("dimension_separator {s:?}"))),
     };
-    let (codecs, codec_names) = compressor(doc.get("compressor").unwrap_or(&Value::Null))?;
+    let (codecs, more) = compressor(doc.get("compressor").unwrap_or(&Value::Null))?;
+    names.extend(more);
     let fv = doc.get("fill_value").unwrap_or(&Value::Null);
     Ok(ArrayMeta {
         zarr_format: 2,
@@ -45,37 +47,26 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         chunks,
         dtype,
         keys: KeyEncoding { prefix: false, sep },
+        filters,
+        stored,
         swap: false,
         codecs,
-        codec_names,
+        codec_names: names,
     })
 }
 
-/// A NumPy type string (`<i4`, `|b1`, `>f8`, ...).
-fn typestr(s: &str) -> Result<DataType> {
-    let b = s.as_bytes();
-    let bad = || Error::unsupported(format!("dtype {s:?}"));
-    let (&order, rest) = b.split_first().ok_or_else(bad)?;
-    let (&kind, size) = rest.split_first().ok_or_else(bad)?;
-    let size: u64 = std::str::from_utf8(size)
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(bad)?;
-    let ok_size = match kind {
-        b'b' => size == 1,
-        b'i' | b'u' => matches!(size, 1 | 2 | 4 | 8),
-        b'f' => matches!(size, 2 | 4 | 8),
-        b'c' => matches!(size, 8 | 16),
-        _ => false,
-    };
-    if !ok_size || !matches!(order, b'<' | b'>' | b'|') || (order == b'|' && size != 1) {
-        return Err(bad());
+/// `e` naming the filters of `doc` (an object dtype's codec, such as
+/// `vlen-utf8`, is among them).
+fn with_filter_ids(mut e: Error, doc: &Value) -> Error {
+    let ids: Vec<&str> = doc
+        .get("filters")
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(|f| f.get("id")?.as_str()).collect())
+        .unwrap_or_default();
+    if !ids.is_empty() {
+        e.reason = format!("{} (filters {})", e.reason, ids.join(", "));
     }
-    Ok(DataType {
-        kind,
-        size,
-        big_endian: order == b'>',
-    })
+    e
 }
 
 /// The v2 `compressor` as the pipeline's one codec.

@@ -1,6 +1,6 @@
 //! Zarr v3 `zarr.json` of an array (regular grid, no sharding).
 
-use super::{dims, fill, text, ArrayMeta, Codec, DataType, KeyEncoding};
+use super::{dims, dtype, fill, filter, text, ArrayMeta, Codec, DataType, Filter, KeyEncoding};
 use crate::{Error, Result};
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         }
     }
     let shape = dims(doc.get("shape").unwrap_or(&Value::Null), "shape")?;
-    let dtype = data_type(doc.get("data_type").unwrap_or(&Value::Null))?;
+    let dtype = dtype::v3(doc.get("data_type").unwrap_or(&Value::Null))?;
     let grid = doc.get("chunk_grid").unwrap_or(&Value::Null);
     if text(grid, "name")? != "regular" {
         return Err(Error::unsupported(format!("chunk grid {}", grid["name"])));
@@ -28,7 +28,7 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         .get("codecs")
         .and_then(Value::as_array)
         .ok_or_else(|| Error::corrupt("no codecs"))?;
-    let (swap, codecs) = pipeline(list, &dtype)?;
+    let p = pipeline(list, &dtype, &chunks)?;
     let fv = doc.get("fill_value").unwrap_or(&Value::Null);
     if fv.is_null() {
         return Err(Error::corrupt("no fill_value"));
@@ -41,38 +41,11 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         chunks,
         dtype,
         keys,
-        swap,
-        codecs,
+        filters: p.filters,
+        stored: p.stored,
+        swap: p.big,
+        codecs: p.codecs,
         codec_names: list.iter().map(Value::to_string).collect(),
-    })
-}
-
-/// The core data types, presented little-endian.
-fn data_type(v: &Value) -> Result<DataType> {
-    let name = v
-        .as_str()
-        .ok_or_else(|| Error::unsupported(format!("data type {v}")))?;
-    let (kind, size) = match name {
-        "bool" => (b'b', 1),
-        "int8" => (b'i', 1),
-        "int16" => (b'i', 2),
-        "int32" => (b'i', 4),
-        "int64" => (b'i', 8),
-        "uint8" => (b'u', 1),
-        "uint16" => (b'u', 2),
-        "uint32" => (b'u', 4),
-        "uint64" => (b'u', 8),
-        "float16" => (b'f', 2),
-        "float32" => (b'f', 4),
-        "float64" => (b'f', 8),
-        "complex64" => (b'c', 8),
-        "complex128" => (b'c', 16),
-        other => return Err(Error::unsupported(format!("data type {other:?}"))),
-    };
-    Ok(DataType {
-        kind,
-        size,
-        big_endian: false,
     })
 }
 
@@ -93,34 +66,70 @@ fn key_encoding(v: &Value) -> Result<KeyEncoding> {
     Ok(KeyEncoding { prefix, sep })
 }
 
-/// The codec list: one `bytes` codec (no array-to-array codec before it),
-/// then bytes-to-bytes codecs. Returns whether values are stored
+/// The decoded form of a v3 codec list: array-to-array steps, the
+/// element type they leave, whether the `bytes` codec stores it
 /// big-endian, and the bytes-to-bytes codecs.
-fn pipeline(list: &[Value], dt: &DataType) -> Result<(bool, Vec<Codec>)> {
+struct Pipeline {
+    filters: Vec<Filter>,
+    stored: DataType,
+    big: bool,
+    codecs: Vec<Codec>,
+}
+
+/// The codec list: array-to-array codecs (`transpose`, numcodecs'), one
+/// `bytes` codec, then bytes-to-bytes codecs.
+fn pipeline(list: &[Value], dt: &DataType, chunks: &[u64]) -> Result<Pipeline> {
     let name = |c: &Value| c.get("name").and_then(Value::as_str).map(str::to_string);
-    let first = list.first().ok_or_else(|| Error::corrupt("no codecs"))?;
-    let big = match name(first).as_deref() {
-        Some("bytes") => match first["configuration"]["endian"].as_str() {
-            Some("big") => dt.size > 1,
-            Some("little") => false,
-            None if dt.size == 1 => false,
-            e => return Err(Error::corrupt(format!("bytes codec endian {e:?}"))),
-        },
-        Some(other) => return Err(Error::unsupported(format!("codec {other:?}"))),
-        None => return Err(Error::corrupt(format!("codec {first}"))),
+    let mut filters = Vec::new();
+    let mut shape = chunks.to_vec();
+    let mut rest = list.iter();
+    let serializer = loop {
+        let c = rest
+            .next()
+            .ok_or_else(|| Error::corrupt("no bytes codec"))?;
+        let conf = c.get("configuration").unwrap_or(&Value::Null);
+        match name(c).as_deref() {
+            Some("bytes") => break c,
+            Some("transpose") => {
+                let (f, after) = filter::transpose(conf, &shape)?;
+                filters.push(f);
+                shape = after;
+            }
+            Some(n) if n.starts_with("numcodecs.") && n != "numcodecs.shuffle" => {
+                filters.push(filter::numcodecs(&n["numcodecs.".len()..], conf)?)
+            }
+            Some(other) => return Err(Error::unsupported(format!("codec {other:?}"))),
+            None => return Err(Error::corrupt(format!("codec {c}"))),
+        }
+    };
+    let stored = ArrayMeta::stored_type(dt, &filters)?;
+    let big = match serializer["configuration"]["endian"].as_str() {
+        Some("big") => stored.swap_unit() > 1,
+        Some("little") => false,
+        None if stored.swap_unit() == 1 => false,
+        e => return Err(Error::corrupt(format!("bytes codec endian {e:?}"))),
     };
     let mut codecs = Vec::new();
-    for c in &list[1..] {
+    for c in rest {
         codecs.push(match name(c).as_deref() {
-            Some("blosc") => Codec::Blosc,
-            Some("zstd") => Codec::Zstd,
-            Some("gzip") => Codec::Gzip,
+            Some("blosc" | "numcodecs.blosc") => Codec::Blosc,
+            Some("zstd" | "numcodecs.zstd") => Codec::Zstd,
+            Some("gzip" | "numcodecs.gzip") => Codec::Gzip,
             Some("crc32c") => Codec::Crc32c,
             Some("numcodecs.zlib") => Codec::Zlib,
             Some("numcodecs.lz4") => Codec::Lz4,
+            Some("numcodecs.shuffle") => match filter::numcodecs("shuffle", &c["configuration"])? {
+                Filter::Shuffle(n) => Codec::Shuffle(n),
+                _ => return Err(Error::corrupt("numcodecs.shuffle")),
+            },
             Some(other) => return Err(Error::unsupported(format!("codec {other:?}"))),
             None => return Err(Error::corrupt(format!("codec {c}"))),
         });
     }
-    Ok((big, codecs))
+    Ok(Pipeline {
+        filters,
+        stored,
+        big,
+        codecs,
+    })
 }
