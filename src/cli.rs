@@ -381,18 +381,29 @@ fn cat_zarr(dir: &Path, a: &CatArgs) -> Result<(), String> {
         true => (z.npy_header().len() as u64, z.meta().data_bytes()),
         false => (0, z.npy_len()),
     };
-    let end = a
-        .length
-        .map_or(len, |l| a.offset.saturating_add(l).min(len));
+    write_window(a.offset, a.length, len, |at, buf| {
+        z.read_npy_at(skip + at, buf)
+            .map_err(|e| format!("{}: {e}", dir.display()))
+    })
+}
+
+/// Write bytes `offset..offset + length` (cut at `len`) to stdout, each
+/// piece of up to 4 MiB from `read` (given an offset and a buffer); a
+/// short read ends it, and a closed pipe is no error.
+pub fn write_window(
+    offset: u64,
+    length: Option<u64>,
+    len: u64,
+    mut read: impl FnMut(u64, &mut [u8]) -> Result<usize, String>,
+) -> Result<(), String> {
+    let end = length.map_or(len, |l| offset.saturating_add(l).min(len));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut buf = vec![0u8; 4 << 20];
-    let mut at = a.offset.min(end);
+    let mut buf = vec![0u8; (4 << 20).min(end.saturating_sub(offset)) as usize];
+    let mut at = offset.min(end);
     while at < end {
         let n = ((end - at) as usize).min(buf.len());
-        let got = z
-            .read_npy_at(skip + at, &mut buf[..n])
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        let got = read(at, &mut buf[..n])?;
         match out.write_all(&buf[..got]) {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
             r => r.map_err(|e| format!("writing stdout: {e}"))?,

@@ -5,7 +5,6 @@ use super::ctable::TABLE_NAME;
 use crate::fs::{LocalTree, SourceTree, StoreTree};
 use blosc_decode::container::Env;
 use blosc_decode::open::ctable::{CTable, META_KEY};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -37,26 +36,10 @@ pub fn table_at(path: &Path) -> Option<Result<Arc<CTable>, String>> {
 
 /// Write bytes `offset..offset + length` of the table's `.npy` to stdout.
 pub fn cat(t: Arc<CTable>, path: &Path, offset: u64, length: Option<u64>) -> Result<(), String> {
-    let end = length.map_or(t.len(), |l| offset.saturating_add(l).min(t.len()));
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut buf = vec![0u8; 4 << 20];
-    let mut at = offset.min(end);
-    while at < end {
-        let n = ((end - at) as usize).min(buf.len());
-        let got = t
-            .read_at(at, &mut buf[..n])
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        match out.write_all(&buf[..got]) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            r => r.map_err(|e| format!("writing stdout: {e}"))?,
-        }
-        if got < n {
-            break;
-        }
-        at += got as u64;
-    }
-    out.flush().map_err(|e| format!("writing stdout: {e}"))
+    crate::cli::write_window(offset, length, t.len(), |at, buf| {
+        t.read_at(at, buf)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    })
 }
 
 /// `bloscfs info` of the table.
