@@ -38,7 +38,9 @@ impl Fs {
     /// releasing idle ones), it fails with `EMFILE` or `ENFILE` and nothing
     /// is cached: the file is not taken for a plain one for good.
     pub(super) fn probe(&self, path: &Path, md: &Meta) -> Result<Option<Probe>, Error> {
-        if md.is_file() && md.len < detect::MIN_LEN {
+        if md.is_file() && md.len < detect::MIN_LEN
+            || md.is_dir() && self.tree.never_container(path)
+        {
             return Ok(None);
         }
         let Some(stamp) = self.stamp_of(path, md) else {

@@ -177,6 +177,11 @@ pub trait SourceTree: Send + Sync {
     fn stat_follow(&self, path: &Path) -> std::io::Result<Meta>;
     /// The target of the link at `path`.
     fn read_link(&self, path: &Path) -> std::io::Result<PathBuf>;
+    /// Is the directory at `path` known to be no container (no sparse
+    /// frame) without a look inside it?
+    fn never_container(&self, _path: &Path) -> bool {
+        false
+    }
     /// Is the entry at `path`, described by `meta`, a container? `Ok(None)`:
     /// not one.
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>>;

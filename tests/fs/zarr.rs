@@ -261,13 +261,12 @@ fn asked_inside(w: &str, arrays: &[&str], consolidated: bool) -> Vec<PathBuf> {
         assert!(listed.contains(&format!("{name}.npy")), "{a}: {listed:?}");
         assert!(lookup(&fs, &format!("{dir}/{name}.npy")).size > 128);
     }
-    // The presented tree asks each directory whether it is a sparse frame
-    // (its `chunks.b2frame`), Zarr store or not: not the Zarr tree's doing.
+    // Not even whether an array directory is a sparse frame (its
+    // `chunks.b2frame`): a directory in a store is none.
     let calls = tree.calls.lock();
     calls
         .keys()
         .map(|(_, p)| p.clone())
-        .filter(|p| p.file_name() != Some("chunks.b2frame".as_ref()))
         .filter(|p| {
             arrays
                 .iter()

@@ -204,6 +204,13 @@ impl SourceTree for ZarrTree {
         self.inner.read_link(path)
     }
 
+    /// A directory inside a Zarr store holds Zarr's files, never a sparse
+    /// frame: asking it for `chunks.b2frame` would cost a listing of every
+    /// array directory of a remote store.
+    fn never_container(&self, path: &Path) -> bool {
+        self.in_store(path) || self.inner.never_container(path)
+    }
+
     fn probe(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Option<Probe>> {
         // A `.npy` of an array is not in the source (and, unlike a local
         // file, not pinned: its stamp is its directory's).
