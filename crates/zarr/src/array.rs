@@ -7,8 +7,9 @@
 use crate::codec::decode_chunk;
 use crate::grid::{chunk_key, grid_shape, linear};
 use crate::meta::{ArrayMeta, MAX_META_BYTES};
-use crate::store::ChunkStore;
+use crate::store::{read_bounded, ChunkStore};
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
+use blosc_decode::io::Source;
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
@@ -157,10 +158,11 @@ impl ZarrArray {
             return Ok(c.clone());
         }
         let key = chunk_key(self.meta.keys, pos);
-        let chunk = self.meta.stored_bytes();
-        let max = chunk.saturating_mul(2).saturating_add(1 << 16);
-        let found = match self.store.get(&key, max) {
-            Ok(Some(raw)) => {
+        let found = match self.encoded(&key) {
+            Ok(Some(src)) => {
+                let chunk = self.meta.stored_bytes();
+                let max = chunk.saturating_mul(2).saturating_add(1 << 16);
+                let raw = read_bounded(src.as_ref(), max, &key).map_err(|e| in_key(e, &key))?;
                 self.decodes.fetch_add(1, Ordering::Relaxed);
                 let v = decode_chunk(&self.meta, raw).map_err(|e| in_key(e, &key))?;
                 Some(Arc::new(v))
@@ -170,6 +172,12 @@ impl ZarrArray {
         };
         self.cache.lock().put(id, found.clone());
         Ok(found)
+    }
+
+    /// The encoded bytes of the chunk stored at `key`, for positional
+    /// reads; `None` for a chunk never written.
+    fn encoded(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
+        self.store.open(key)
     }
 }
 
@@ -187,7 +195,7 @@ mod tests {
     struct Empty;
 
     impl ChunkStore for Empty {
-        fn get(&self, _key: &str, _max: u64) -> Result<Option<Vec<u8>>> {
+        fn open(&self, _key: &str) -> Result<Option<Arc<dyn Source>>> {
             Ok(None)
         }
     }

@@ -3,12 +3,29 @@
 use crate::{Error, Result};
 use blosc_decode::io::{self, FileSource, Source};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// An array's directory: its files by key (`/`-separated, relative).
 pub trait ChunkStore: Send + Sync {
+    /// The file stored at `key`, for positional reads (a part of a shard,
+    /// the blocks of a Blosc chunk); `Ok(None)` if there is none.
+    fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>>;
+
     /// The bytes stored at `key`; `Ok(None)` if there is none. A file
     /// longer than `max` bytes is an error (nothing is allocated for it).
-    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>>;
+    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+        match self.open(key)? {
+            Some(src) => {
+                let read = read_bounded(src.as_ref(), max, key);
+                match src.path() {
+                    Some(p) => read.map_err(|e| e.in_file(p)),
+                    None => read,
+                }
+                .map(Some)
+            }
+            None => Ok(None),
+        }
+    }
 }
 
 /// All of `src`, if it is at most `max` bytes long.
@@ -36,16 +53,13 @@ impl DirStore {
 }
 
 impl ChunkStore for DirStore {
-    fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
+    fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
         let path = self.dir.join(key);
         let (file, md) = match io::open_regular(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::from(e).in_file(&path)),
         };
-        let src = FileSource::opened(file, &md, &path);
-        read_bounded(&src, max, key)
-            .map(Some)
-            .map_err(|e| e.in_file(&path))
+        Ok(Some(Arc::new(FileSource::opened(file, &md, &path))))
     }
 }

@@ -7,7 +7,7 @@
 
 use super::super::source_tree::{lseek_whole, EntryKind, Meta, RawFile, SourceTree};
 use crate::fs::Error;
-use blosc_decode::io::Stamp;
+use blosc_decode::io::{Source, Stamp};
 use bloscfs_zarr::meta::MAX_META_BYTES;
 use bloscfs_zarr::store::read_bounded;
 use bloscfs_zarr::{ArrayMeta, ChunkStore, ZarrArray, ZARRAY, ZARR_JSON};
@@ -32,7 +32,7 @@ pub(super) struct TreeStore {
 }
 
 impl ChunkStore for TreeStore {
-    fn get(&self, key: &str, max: u64) -> bloscfs_zarr::Result<Option<Vec<u8>>> {
+    fn open(&self, key: &str) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
         let path = self.dir.join(key);
         let md = match self.tree.stat(&path) {
             Ok(md) if md.is_file() => md,
@@ -40,10 +40,11 @@ impl ChunkStore for TreeStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(blosc_decode::Error::from(e).in_file(&path)),
         };
-        let src = self.tree.open_source(&path, &md)?;
-        read_bounded(src.as_ref(), max, key)
-            .map(Some)
-            .map_err(|e| e.in_file(&path))
+        let src = self
+            .tree
+            .open_source(&path, &md)
+            .map_err(|e| e.in_file(&path))?;
+        Ok(Some(src))
     }
 }
 
