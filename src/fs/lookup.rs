@@ -3,6 +3,23 @@
 
 use super::*;
 
+/// The `st_blksize` a file shows: readers size their buffers by it.
+/// A container's is one page: Python's `open` (as `np.load` uses it)
+/// reads the 128-byte `.npy` header in one buffer of this size, and the
+/// kernel's first read-ahead window follows the size of that read (16 KiB
+/// for 4 KiB, 256 KiB for 128 KiB): a larger buffer has the header's read
+/// decode blocks of data nobody asked for. Large reads (`np.load`'s
+/// whole-array read, `cat` and `cp`, whose buffers are at least 128 KiB
+/// whatever the file says) are not affected, and the kernel's read-ahead
+/// still sends requests of the mount's read-ahead to a sequential reader.
+/// Other files keep 128 KiB.
+fn blksize(what: &Shown) -> u32 {
+    match what {
+        Shown::Container(_) => 4096,
+        _ => 128 * 1024,
+    }
+}
+
 impl Fs {
     pub(super) fn attr_of(&self, ino: u64, what: &Shown, md: &Meta, path: &Path) -> Attr {
         let (kind, size, blocks, perm) = match what {
@@ -50,7 +67,7 @@ impl Fs {
             },
             uid: md.uid,
             gid: md.gid,
-            blksize: 128 * 1024,
+            blksize: blksize(what),
         }
     }
 

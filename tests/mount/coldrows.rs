@@ -180,3 +180,43 @@ fn a_cold_plane_decodes_exactly_the_blocks_the_kernel_asks_for() {
         c.slab_requests
     );
 }
+
+/// `np.load`'s read of the `.npy` header, the first read after the mount:
+/// Python reads it in one buffer of the file's `st_blksize`, which a
+/// container gives as one page, so the kernel's first window is small
+/// (16 KiB) and only the first block is decoded. (With a buffer of
+/// 128 KiB the kernel asks for 256 KiB: four blocks of 64 KiB here.)
+#[test]
+fn the_npy_header_read_decodes_one_block() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    let block = array(&m, "grid", "(512, 4096)", "(64, 4096)", "(2, 4096)", "f8");
+    let opts = ["-d", "-o", "xattr,decode_ahead=0,readahead=1M"];
+    let (mut m, log) = m.mount_logged(&opts);
+    let before = requests(&log).len();
+    let out = py(&format!(
+        "import numpy as np, os\n\
+         p = '{mp}/grid.npy'\n\
+         print(os.stat(p).st_blksize)\n\
+         with open(p, 'rb') as f:\n\
+         \x20   assert np.lib.format.read_magic(f) == (1, 0)\n\
+         \x20   print(np.lib.format.read_array_header_1_0(f)[0])\n",
+        mp = m.mp().display()
+    ));
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        ["4096", "(512,", "4096)"]
+    );
+    let decoded = stat(&m.mp(), "blocks_decoded");
+    m.unmount_without_panic(&log);
+    let asked = requests(&log)[before..].to_vec();
+    assert_eq!(asked.first().map(|r| r.0), Some(0), "{asked:?}");
+    assert!(
+        asked.iter().map(|r| r.1).sum::<u64>() <= 16 << 10,
+        "{asked:?}"
+    );
+    assert!(block >= 16 << 10);
+    assert_eq!(decoded, 1);
+}
