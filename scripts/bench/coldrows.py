@@ -2,6 +2,7 @@
 """One cold row of a 2-D array, one cold plane of a 3-D array: where the time goes.
 
     .venv/bin/python scripts/bench/coldrows.py [--rounds 7] [--readahead 1M,128K] [--arrays r8,r4,p4,p8] [--scans]
+        [--before OTHER_BLOSCFS]
 
 Makes 256 MiB arrays with python-blosc2's default chunks and blocks (linspace values, as
 bench.py's b2nd rows; in $BENCH_DIR/coldrows, default /tmp/bloscfs-bench/coldrows):
@@ -17,6 +18,8 @@ Then one more ours with the daemon's debug log: the READ requests the kernel sen
 size), the blocks those requests intersect, the blocks the row or plane intersects, and the
 blocks decoded (`user.bloscfs.stats`), after the header and after the row.
 Prints medians and ratios (ours/theirs: below 1 favours bloscfs).
+`--before BIN`: another build of bloscfs measured as one more side of the same rounds
+(`prev`), with its own counts: a change compared side by side.
 `--scans`: instead, cold full scans of each array's `.npy` (np.load, and np.load(mmap_mode="r")
 + copy) against the ceiling 1/(1/FUSE floor + 1/`bloscfs cat` rate), all in the same run.
 """
@@ -55,10 +58,10 @@ def make(d, name):
 class Daemon:
     """A fresh mount of `src` with options `opts`, its debug log in `log` if given."""
 
-    def __init__(self, src, mp, opts, log=None):
+    def __init__(self, src, mp, opts, log=None, binary=None):
         self.mp = mp
         os.makedirs(mp, exist_ok=True)
-        cmd = [bench.BIN, "-f", "-o", ",".join(["xattr"] + opts)]
+        cmd = [binary or bench.BIN, "-f", "-o", ",".join(["xattr"] + opts)]
         if log:
             cmd += ["-d", "-o", "logfile=" + log]
         self.p = subprocess.Popen(cmd + [src, mp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -88,9 +91,9 @@ def middle(path, hdr, shape, dt):
     return x
 
 
-def ours(src, mp, name, opts):
+def ours(src, mp, name, opts, binary=None):
     drop_caches()
-    m = Daemon(src, mp, opts)
+    m = Daemon(src, mp, opts, binary=binary)
     path = os.path.join(mp, name + ".npy")
     t0 = time.perf_counter()
     hdr, shape, dt = header_len(path)
@@ -126,13 +129,13 @@ def floor(fmp, hdr, shape, dt):
 READ = re.compile(r"debug: read\(\d+, fh (\d+), (\d+), (\d+)\)")
 
 
-def counts(src, mp, name, opts, d):
+def counts(src, mp, name, opts, d, binary=None):
     """Requests and blocks of one cold read of the middle row or plane, from the debug log."""
     log = os.path.join(d, "coldrows.log")
     if os.path.exists(log):
         os.unlink(log)
     drop_caches()
-    m = Daemon(src, mp, opts, log)
+    m = Daemon(src, mp, opts, log, binary)
     path = os.path.join(mp, name + ".npy")
     b0 = daemon_stats(mp)["blocks_decoded"]
     hdr, shape, dt = header_len(path)
@@ -187,6 +190,7 @@ def main():
     ap.add_argument("--readahead", default="1M")
     ap.add_argument("--arrays", default="r8,r4,p4,p8")
     ap.add_argument("--scans", action="store_true", help="the full scans vs the ceiling instead")
+    ap.add_argument("--before", help="another bloscfs binary, measured side by side as `prev`")
     a = ap.parse_args()
     d = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "coldrows")
     src = os.path.join(d, "src")
@@ -197,7 +201,7 @@ def main():
     for n in names:
         make(src, n)
     if a.scans:
-        return scans(src, mp, fmp, names, a.rounds)
+        return scans(src, mp, fmp, names, a.rounds, a.before)
     print(f"{'array':5} {'readahead':9} | {'ours ms':>8} {'hdr':>6} | {'blosc2 ms':>9} {'open':>6} | "
           f"{'floor ms':>8} | {'ours/blosc2':>11} {'floor/blosc2':>12} | requests (KiB) | blocks: decoded "
           f"hdr+row / requested / row needs")
@@ -212,11 +216,17 @@ def main():
             bench.set_readahead(fmp)  # Floor sets 1 MiB; the same value as ours
             set_bdi(fmp, ra)
             t = {"ours": [], "theirs": [], "floor": []}
+            sides = ["ours", "theirs", "floor"]
+            if a.before:
+                t["prev"] = []
+                sides.insert(1, "prev")
             for k in range(a.rounds):
-                sides = ["ours", "theirs", "floor"]
                 for s in (sides if k % 2 == 0 else sides[::-1]):
                     if s == "ours":
                         h, r, x = ours(src, mp, n, opts)
+                        t[s].append((h, r))
+                    elif s == "prev":
+                        h, r, _ = ours(src, mp, n, opts, a.before)
                         t[s].append((h, r))
                     elif s == "theirs":
                         h, r, y = theirs(src, n)
@@ -233,10 +243,17 @@ def main():
                   f"{med['theirs'][0] * 1e3:9.2f} {med['theirs'][1] * 1e3:6.2f} | {med['floor'][0] * 1e3:8.2f} | "
                   f"{med['ours'][0] / med['theirs'][0]:11.2f} {med['floor'][0] / med['theirs'][0]:12.2f} | {rq} | "
                   f"{c['header_blocks']}+{c['row_blocks']} / {c['blocks_requested']} / {c['blocks_needed']}")
+            if a.before:
+                c = counts(src, mp, n, opts, d, a.before)
+                rq = " ".join(f"{o >> 10}+{s >> 10}" for _, o, s in c["requests"])
+                print(f"{'prev':15} | {med['prev'][0] * 1e3:8.2f} {med['prev'][1] * 1e3:6.2f} | "
+                      f"ours/prev {med['ours'][0] / med['prev'][0]:.2f}, prev/blosc2 "
+                      f"{med['prev'][0] / med['theirs'][0]:.2f} | {rq} | "
+                      f"{c['header_blocks']}+{c['row_blocks']} / {c['blocks_requested']} / {c['blocks_needed']}")
             sys.stdout.flush()
 
 
-def scans(src, mp, fmp, names, rounds):
+def scans(src, mp, fmp, names, rounds, before=None):
     """Full cold scans of each `.npy` (np.load; np.load(mmap_mode="r") + copy) against the
     ceiling 1/(1/FUSE floor + 1/bloscfs cat): the floor the same reader (np.fromfile; a
     memmap copied) on a file of the same size on the empty FUSE fs, `cat` decoding the
@@ -249,12 +266,15 @@ def scans(src, mp, fmp, names, rounds):
         size = os.path.getsize(os.path.join(mp, n + ".npy"))
         m.close()
         b2 = os.path.join(src, n + ".b2nd")
+        if before:
+            t.update({"pload": [], "pmmap": []})
         for k in range(rounds):
             for how in ("load", "mmap"):
-                drop_caches()
-                m = Daemon(src, mp, [])
-                t[how].append(scan(os.path.join(mp, n + ".npy"), how, np.load))
-                m.close()
+                for side, binary in [("", None)] + ([("p", before)] if before else []):
+                    drop_caches()
+                    m = Daemon(src, mp, [], binary=binary)
+                    t[side + how].append(scan(os.path.join(mp, n + ".npy"), how, np.load))
+                    m.close()
                 fl = Floor(fmp, size)
                 drop_caches()
                 t["f" + how].append(scan(os.path.join(fmp, os.listdir(fmp)[0]), how, raw))
@@ -267,6 +287,9 @@ def scans(src, mp, fmp, names, rounds):
         ceil = {h: 1 / (1 / r["f" + h] + 1 / r["cat"]) for h in ("load", "mmap")}
         print(f"{n:5} | {r['load']:12.2f} {r['mmap']:9.2f} | {r['fload']:5.2f} {r['fmmap']:5.2f} {r['cat']:5.2f} | "
               f"{r['load'] / ceil['load']:12.2f} {r['mmap'] / ceil['mmap']:12.2f}")
+        if before:
+            print(f"{'prev':5} | {r['pload']:12.2f} {r['pmmap']:9.2f} | ours/prev GB/s: load "
+                  f"{r['load'] / r['pload']:.2f}, mmap {r['mmap'] / r['pmmap']:.2f}")
         sys.stdout.flush()
 
 

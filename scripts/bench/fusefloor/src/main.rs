@@ -112,7 +112,7 @@ fn main() {
         .iter()
         .skip(3)
         .find_map(|s| s.strip_prefix("threads=")?.parse().ok())
-        .unwrap_or(bloscfs::config::MountArgs::default().threads);
+        .unwrap_or_else(|| bloscfs::config::MountArgs::default().fuse_threads());
     let fs = Floor {
         size,
         keep,
