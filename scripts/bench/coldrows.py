@@ -20,6 +20,9 @@ blocks decoded (`user.bloscfs.stats`), after the header and after the row.
 Prints medians and ratios (ours/theirs: below 1 favours bloscfs).
 `--before BIN`: another build of bloscfs measured as one more side of the same rounds
 (`prev`), with its own counts: a change compared side by side.
+`--rand`: instead, cold random 4 KiB reads of each `.npy` (preads at offsets aligned in the
+data, a fresh mount per round) against python-blosc2 reading the same elements (one open,
+then a slice per read), both cold, p50 per round: the median of the per-round ratios.
 `--scans`: instead, cold full scans of each array's `.npy` (np.load, and np.load(mmap_mode="r")
 + copy) against the ceiling 1/(1/FUSE floor + 1/`bloscfs cat` rate), all in the same run.
 """
@@ -190,6 +193,8 @@ def main():
     ap.add_argument("--readahead", default="1M")
     ap.add_argument("--arrays", default="r8,r4,p4,p8")
     ap.add_argument("--scans", action="store_true", help="the full scans vs the ceiling instead")
+    ap.add_argument("--rand", action="store_true", help="cold random 4 KiB reads instead")
+    ap.add_argument("--reads", type=int, default=100, help="reads per round of --rand")
     ap.add_argument("--before", help="another bloscfs binary, measured side by side as `prev`")
     a = ap.parse_args()
     d = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "coldrows")
@@ -200,6 +205,8 @@ def main():
     names = a.arrays.split(",")
     for n in names:
         make(src, n)
+    if a.rand:
+        return rand(src, mp, names, a.rounds, a.reads)
     if a.scans:
         return scans(src, mp, fmp, names, a.rounds, a.before)
     print(f"{'array':5} {'readahead':9} | {'ours ms':>8} {'hdr':>6} | {'blosc2 ms':>9} {'open':>6} | "
@@ -291,6 +298,60 @@ def scans(src, mp, fmp, names, rounds, before=None):
             print(f"{'prev':5} | {r['pload']:12.2f} {r['pmmap']:9.2f} | ours/prev GB/s: load "
                   f"{r['load'] / r['pload']:.2f}, mmap {r['mmap'] / r['pmmap']:.2f}")
         sys.stdout.flush()
+
+
+def rand(src, mp, names, rounds, reads):
+    """Cold random 4 KiB reads of each `.npy` vs python-blosc2 reading the same elements."""
+    print(f"{'array':5} | {'ours p50 us':>11} {'blosc2 p50 us':>13} | ours/blosc2 (median of rounds) | per round")
+    for n in names:
+        m = Daemon(src, mp, [])
+        path = os.path.join(mp, n + ".npy")
+        hdr, shape, dt = header_len(path)
+        m.close()
+        per = 4096 // dt.itemsize
+        total = int(np.prod(shape))
+        rng = np.random.default_rng(7)
+        ratios, p50s = [], []
+        for k in range(rounds):
+            at = [int(x) * per for x in rng.integers(0, total // per, reads)]
+            t = {}
+            for side in (("ours", "theirs") if k % 2 == 0 else ("theirs", "ours")):
+                drop_caches()
+                lat = []
+                if side == "ours":
+                    m = Daemon(src, mp, [])
+                    fd = os.open(path, os.O_RDONLY)
+                    for e in at:
+                        t0 = time.perf_counter()
+                        os.pread(fd, 4096, hdr + e * dt.itemsize)
+                        lat.append(time.perf_counter() - t0)
+                    os.close(fd)
+                    m.close()
+                else:
+                    a = blosc2.open(os.path.join(src, n + ".b2nd"))
+                    for e in at:
+                        sl = flat_slice(shape, e, per)
+                        t0 = time.perf_counter()
+                        a[sl]
+                        lat.append(time.perf_counter() - t0)
+                t[side] = statistics.median(lat)
+            ratios.append(t["ours"] / t["theirs"])
+            p50s.append((t["ours"], t["theirs"]))
+        print(f"{n:5} | {statistics.median(o for o, _ in p50s) * 1e6:11.0f} "
+              f"{statistics.median(b for _, b in p50s) * 1e6:13.0f} | {statistics.median(ratios):.2f} | "
+              f"{sorted(round(r, 2) for r in ratios)}")
+        sys.stdout.flush()
+
+
+def flat_slice(shape, e, n):
+    """The slices holding the `n` C-order elements from `e` (whole trailing rows, or a part
+    of one row; `e` a multiple of `n`)."""
+    idx = np.unravel_index(e, shape)
+    last = shape[-1]
+    if n <= last:
+        return tuple(int(i) for i in idx[:-1]) + (slice(int(idx[-1]), int(idx[-1]) + n),)
+    rows = n // last
+    return tuple(int(i) for i in idx[:-2]) + (slice(int(idx[-2]), int(idx[-2]) + rows), slice(None))
 
 
 def raw(path, mmap_mode=None):
