@@ -36,8 +36,8 @@ log=$(mktemp)
 BLOSCFS_FIXTURES="$PWD/fixtures-full:$PWD/fixtures-compat" cargo test --workspace --release --lib --bins --tests -- --test-threads=2 2>&1 | tee "$log"
 echo "== benches compile and run once (criterion test mode)"
 cargo test -p blosc-decode --release --bench kernels 2>&1 | tee -a "$log"
-echo "== the library's documentation examples"
-cargo test -p blosc-decode --release --doc 2>&1 | tee -a "$log"
+echo "== the documentation examples of the library and the pool"
+cargo test -p blosc-decode -p bloscfs-pool --release --doc 2>&1 | tee -a "$log"
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failed;' "$log" | awk '{s+=$1} END {print s+0}')
 rm -f "$log"

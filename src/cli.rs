@@ -218,7 +218,7 @@ pub fn cmd_cat(args: &[String]) -> Result<(), String> {
         return crate::fs::table_cli::cat(t?, &a.file, a.offset, a.length);
     }
     // Windows are decoded on all CPUs below: no decode-ahead pool.
-    let mut env = Env::with_workers(64 << 20, 0);
+    let mut env = Env::new(64 << 20);
     env.verify_checksums = a.verify;
     let Target {
         container: mut c,

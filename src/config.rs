@@ -54,7 +54,8 @@ impl FsOptions {
     /// The decoder's environment these options describe (its cache and
     /// decode-ahead pool are made here).
     pub fn env(&self) -> Env {
-        let mut env = Env::per_cpu(self.cache_size);
+        let pool = std::sync::Arc::new(bloscfs_pool::Pool::per_cpu());
+        let mut env = Env::with_runner(self.cache_size, pool);
         env.verify_checksums = self.verify_checksums;
         env.decode_ahead = self.decode_ahead;
         env.source_io = self.source_io;

@@ -12,7 +12,7 @@ static ENV: OnceLock<Env> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
     let _ = blosc_decode::format::embed::parse(data);
-    let env = ENV.get_or_init(|| Env::with_workers(8 << 20, 0));
+    let env = ENV.get_or_init(|| Env::new(8 << 20));
     let src: Arc<dyn Source> = Arc::new(MemSource::new(data.to_vec()));
     if let Ok(store) = embed::open(src, "f.b2e".as_ref(), env) {
         for e in store.entries.iter().take(100) {

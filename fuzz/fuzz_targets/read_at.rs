@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 /// One pool for every input (a pool per input would start threads for each).
-fn pool() -> Arc<blosc_decode::ahead::Ahead> {
-    static POOL: OnceLock<Arc<blosc_decode::ahead::Ahead>> = OnceLock::new();
-    POOL.get_or_init(|| Arc::new(blosc_decode::ahead::Ahead::new(2)))
+fn pool() -> Arc<bloscfs_pool::Pool> {
+    static POOL: OnceLock<Arc<bloscfs_pool::Pool>> = OnceLock::new();
+    POOL.get_or_init(|| Arc::new(bloscfs_pool::Pool::new(2)))
         .clone()
 }
 
@@ -27,8 +27,7 @@ fuzz_target!(|data: &[u8]| {
         None => (0, 4096),
     };
     let src = Arc::new(blosc_decode::io::MemSource::new(data.to_vec()));
-    let mut env = blosc_decode::Env::with_workers(1 << 20, 0);
-    env.ahead = pool();
+    let mut env = blosc_decode::Env::with_runner(1 << 20, pool());
     // An odd window length also turns decode-ahead on (16 KiB spans): the
     // whole read, in sequential steps, then queues the following spans, and
     // the window read meets them.

@@ -178,7 +178,7 @@ mod tests {
             },
             sizes_assumed: false,
         };
-        Arc::new(Container::new(Path::new("z"), index, Env::with_workers(1 << 20, 0)).unwrap())
+        Arc::new(Container::new(Path::new("z"), index, Env::new(1 << 20)).unwrap())
     }
 
     /// Recently opened containers are bounded by the memory of their

@@ -347,7 +347,8 @@ impl SourceTree for LocalTree {
         if !Meta::from(&fmd).same_file(meta) {
             return Err(swapped(path));
         }
-        Ok(Arc::new(io::FileSource::opened(file, &fmd, path)))
+        let file = io::FileSource::opened(file, &fmd, path);
+        Ok(Arc::new(local::DirectFile::new(file)))
     }
 
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {

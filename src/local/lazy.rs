@@ -2,7 +2,8 @@
 //! enough are.
 
 use super::srcdir::SourceDir;
-use blosc_decode::io::{Access, FileSource, Source, Stamp};
+use super::DirectFile;
+use blosc_decode::io::{Access, Source, Stamp};
 use blosc_decode::Result;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -46,7 +47,7 @@ pub struct LazyFileSource {
     /// The directory it is opened in by name (`SourceDir::open_file`'s
     /// rules), or none: opened by its path.
     dir: Option<Arc<SourceDir>>,
-    kept: OnceLock<FileSource>,
+    kept: OnceLock<DirectFile>,
     /// The file's stamp at the first open (its length among it).
     first: OnceLock<Stamp>,
 }
@@ -79,7 +80,7 @@ impl LazyFileSource {
     }
 
     /// Run `f` on the file: the one kept open, or one opened for this call.
-    fn with<R>(&self, f: impl FnOnce(&FileSource) -> Result<R>) -> Result<R> {
+    fn with<R>(&self, f: impl FnOnce(&DirectFile) -> Result<R>) -> Result<R> {
         if let Some(k) = self.kept.get() {
             return f(k);
         }

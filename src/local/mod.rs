@@ -1,13 +1,17 @@
 //! What the daemon adds to reading a local source: the rules by which a
 //! sparse frame's files are opened for other users and who may read them
 //! (`srcdir.rs`, [`Caller`]), paths longer than `PATH_MAX` (`longpath.rs`),
-//! and the process-wide budget of chunk files kept open (`lazy.rs`). The
-//! decoder reaches them through its `FrameFiles` trait ([`FrameDir`]).
+//! the process-wide budget of chunk files kept open (`lazy.rs`), and block
+//! reads that bypass the page cache (`-o source_io`, [`DirectFile`]). The
+//! decoder reaches them through its `FrameFiles` trait ([`FrameDir`]) and
+//! the sources opened here.
 
+pub mod direct;
 pub mod lazy;
 pub mod longpath;
 pub mod srcdir;
 
+pub use direct::DirectFile;
 pub use lazy::{fd_limit, fd_limits, max_kept_open, LazyFileSource};
 pub use srcdir::{Caller, SourceDir};
 
@@ -29,15 +33,16 @@ pub fn open_regular(path: &Path) -> std::io::Result<(File, Metadata)> {
 }
 
 /// The regular file at `path` (of any length), as a source.
-pub fn open_file(path: &Path) -> Result<FileSource> {
+pub fn open_file(path: &Path) -> Result<DirectFile> {
     let (file, md) = open_regular(path).map_err(|e| Error::from(e).in_file(path))?;
-    Ok(FileSource::opened(file, &md, path))
+    Ok(DirectFile::new(FileSource::opened(file, &md, path)))
 }
 
 /// `name` in `dir`, opened by [`SourceDir::open_file`]'s rules.
-pub fn open_in(dir: &SourceDir, name: &str) -> Result<FileSource> {
+pub fn open_in(dir: &SourceDir, name: &str) -> Result<DirectFile> {
     let (file, md) = dir.open_file(name)?;
-    Ok(FileSource::opened(file, &md, &dir.path().join(name)))
+    let path = dir.path().join(name);
+    Ok(DirectFile::new(FileSource::opened(file, &md, &path)))
 }
 
 /// Is `dir` (of any length) a sparse frame (a directory holding

@@ -1,8 +1,23 @@
 //! Fixture helpers shared by the integration tests of both crates (the
-//! library's include this file by path): they need only `blosc_decode`.
+//! library's include this file by path): they need only `blosc_decode` and
+//! `bloscfs_pool` (the runner the daemon decodes ahead with).
 #![allow(dead_code)]
 
+use blosc_decode::Env;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// An environment with a cache of `cache_bytes` decoding ahead on a pool of
+/// `workers` threads (0: a pool that runs nothing).
+pub fn pooled(cache_bytes: u64, workers: usize) -> Env {
+    Env::with_runner(cache_bytes, Arc::new(bloscfs_pool::Pool::new(workers)))
+}
+
+/// An environment with a cache of `cache_bytes` decoding ahead on a thread
+/// per CPU, as the daemon's.
+pub fn per_cpu(cache_bytes: u64) -> Env {
+    Env::with_runner(cache_bytes, Arc::new(bloscfs_pool::Pool::per_cpu()))
+}
 
 /// The workspace root, which holds `tests/fixtures` and `tests/data`: the
 /// first ancestor of the crate under test that has them.

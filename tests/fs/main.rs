@@ -13,6 +13,7 @@ mod fs_sizes;
 mod npy_writers;
 mod proxy_caches;
 mod saved_kinds;
+mod source_io;
 mod source_tree;
 mod stores;
 mod zarr;

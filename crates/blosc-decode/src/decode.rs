@@ -2,6 +2,18 @@
 //!
 //! The caller hands over exactly the bytes of the block's extent (see
 //! `ChunkLayout`), so a read touches only the blocks it needs.
+//!
+//! ```
+//! // A Blosc1 chunk storing its 8 bytes as they are (memcpyed).
+//! let mut chunk = vec![2, 1, 0x02, 4]; // version, codec version, flags, typesize
+//! chunk.extend(8u32.to_le_bytes()); // uncompressed bytes
+//! chunk.extend(8u32.to_le_bytes()); // block size
+//! chunk.extend(24u32.to_le_bytes()); // compressed bytes
+//! chunk.extend([1, 0, 0, 0, 2, 0, 0, 0]);
+//! let out = blosc_decode::decode::decompress_chunk(&chunk)?;
+//! assert_eq!(out, [1, 0, 0, 0, 2, 0, 0, 0]);
+//! # Ok::<(), blosc_decode::Error>(())
+//! ```
 
 use crate::bytes::le_at;
 use crate::cache::BlockBuf;

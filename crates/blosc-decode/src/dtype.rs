@@ -12,6 +12,16 @@
 //! (`numpy.lib.format.dtype_to_descr`). Anything else is refused with the
 //! reason: a dtype is never guessed.
 
+//!
+//! ```
+//! use blosc_decode::dtype::Dtype;
+//!
+//! let d = Dtype::parse("[('a', '<i4'), ('flag', '?')]")?;
+//! assert_eq!(d.itemsize(), 5);
+//! assert_eq!(d.descr()?, "[('a', '<i4'), ('flag', '|b1')]");
+//! # Ok::<(), String>(())
+//! ```
+
 use crate::format::pylit::{self, repr_str, Lit};
 
 /// A NumPy dtype, as far as a `.npy` file can carry it.
@@ -19,18 +29,38 @@ use crate::format::pylit::{self, repr_str, Lit};
 pub enum Dtype {
     /// A plain type by its NumPy type string as `dtype.str` gives it
     /// (`'<i4'`, `'|b1'`, `'>U3'`, `'<M8[10ms]'`).
-    Scalar { code: String, size: u64 },
+    Scalar {
+        /// The type string.
+        code: String,
+        /// Bytes of one item.
+        size: u64,
+    },
     /// A fixed-shape subarray of `base` (only as a field's type).
-    Sub { base: Box<Dtype>, shape: Vec<u64> },
+    Sub {
+        /// The type of one element.
+        base: Box<Dtype>,
+        /// The subarray's shape.
+        shape: Vec<u64>,
+    },
     /// A structured dtype: named fields at byte offsets, and the item size.
-    Struct { fields: Vec<Field>, itemsize: u64 },
+    Struct {
+        /// The fields, in order.
+        fields: Vec<Field>,
+        /// Bytes of one item (padding included).
+        itemsize: u64,
+    },
 }
 
+/// One field of a structured dtype.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
+    /// Its name.
     pub name: String,
+    /// Its title (NumPy's second name for a field), if any.
     pub title: Option<String>,
+    /// Its type.
     pub dtype: Dtype,
+    /// Its byte offset in the item.
     pub offset: u64,
 }
 
@@ -55,6 +85,7 @@ impl Dtype {
         }
     }
 
+    /// Bytes of one item.
     pub fn itemsize(&self) -> u64 {
         match self {
             Dtype::Scalar { size, .. } => *size,

@@ -52,15 +52,25 @@
 //!
 //! Errors ([`Error`]) name the file, chunk and block that failed and why; a
 //! malformed or truncated input is an error, never a panic.
+//!
+//! The library starts no thread. Every block is decoded by the read that
+//! needs it unless the caller gives the [`Env`] a [`Runner`]
+//! ([`Env::with_runner`]): then spans are decoded ahead of sequential
+//! readers ([`DecodeAhead`]) and the blocks of a scattered read in
+//! parallel, on the runner's threads (the bloscfs daemon's is the
+//! `bloscfs-pool` crate).
+//!
+//! Below the containers, the layers are public for decoders of other
+//! containers: [`format`](mod@format) (parsers over bytes), [`decode`] (one block or a
+//! whole chunk), [`codec`], [`filter`], [`dtype`] and [`npy`].
 
 // A malformed file must give an error, never a panic: no `unwrap` outside
 // the unit tests (the checked reads of `bytes` make them unnecessary). Here
 // rather than in Cargo.toml, whose lint tables cannot tell tests apart.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
-// The API: opening containers, reading them, and what they say about
-// themselves.
+// Opening containers, reading them, and what they say about themselves.
 pub mod cache;
 pub mod container;
 pub mod deferred;
@@ -68,31 +78,29 @@ pub mod detect;
 pub mod error;
 pub mod index;
 pub mod io;
+pub mod open;
 pub mod summary;
 
-// The parts inside: public for the bloscfs daemon, the fuzz targets and
-// the tests, not part of the API (they change without notice).
-#[doc(hidden)]
+// Decoding ahead: the runner a caller may give, and how far ahead.
 pub mod ahead;
-pub(crate) mod bytes;
-#[doc(hidden)]
+
+// The layers below a container, for a decoder of other containers (the
+// Zarr crate decodes Blosc chunks with them) and for tests and fuzzing:
+// the format parsers, one block's decode, the codecs and filters, NumPy
+// dtypes and `.npy` headers.
 pub mod codec;
-#[doc(hidden)]
 pub mod decode;
-pub(crate) mod describe;
-#[doc(hidden)]
 pub mod dtype;
-#[doc(hidden)]
 pub mod filter;
-#[doc(hidden)]
 pub mod format;
-#[doc(hidden)]
 pub mod npy;
-#[doc(hidden)]
-pub mod open;
+
+pub(crate) mod bytes;
+pub(crate) mod describe;
 pub(crate) mod sizes;
 
 pub use ahead::policy::DecodeAhead;
+pub use ahead::Runner;
 pub use container::{Container, Env, Served, Stream};
 pub use deferred::Deferred;
 pub use detect::{probe_path, Probe};

@@ -6,6 +6,18 @@
 //! each block in C order. `NdLayout` maps the logical C-order array back to
 //! that raw content, run by run, so a read touches only the blocks holding
 //! the elements it asks for.
+//!
+//! ```
+//! use blosc_decode::npy::{npy_header, NdLayout};
+//!
+//! let head = npy_header("'<f8'", false, &[3, 4]);
+//! assert!(head.starts_with(b"\x93NUMPY\x01\x00"));
+//! assert_eq!(head.len() % 64, 0);
+//! // A 3x4 array in 2x2 chunks of 1x2 blocks, 8-byte items.
+//! let l = NdLayout::new(&[3, 4], &[2, 2], &[1, 2], 8)?;
+//! assert_eq!((l.nelems(), l.chunk_bytes(), l.block_bytes()), (12, 32, 16));
+//! # Ok::<(), blosc_decode::Error>(())
+//! ```
 
 use crate::ensure;
 use crate::error::{Error, Result};
@@ -13,9 +25,13 @@ use crate::error::{Error, Result};
 /// Geometry of a b2nd array, checked on construction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NdLayout {
+    /// The array's shape.
     pub shape: Vec<u64>,
+    /// The shape of one chunk.
     pub chunkshape: Vec<u64>,
+    /// The shape of one block.
     pub blockshape: Vec<u64>,
+    /// Bytes of one item.
     pub itemsize: u64,
     /// chunkshape rounded up to whole blocks.
     ext: Vec<u64>,
@@ -33,6 +49,7 @@ pub struct NdLayout {
 pub const MAX_ARRAY_BYTES: u64 = 1 << 56;
 
 impl NdLayout {
+    /// The layout of an array of `shape` in chunks of `chunkshape` and blocks of `blockshape`, items of `itemsize` bytes; every product checked (a zero or oversized dimension is an error).
     pub fn new(
         shape: &[u64],
         chunkshape: &[u64],
@@ -113,6 +130,7 @@ impl NdLayout {
         })
     }
 
+    /// Number of items.
     pub fn nelems(&self) -> u64 {
         self.shape.iter().product()
     }
@@ -124,9 +142,11 @@ impl NdLayout {
     pub fn raw_len(&self) -> u64 {
         self.raw_len
     }
+    /// Bytes of one chunk, padded to whole blocks.
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk_bytes
     }
+    /// Bytes of one block.
     pub fn block_bytes(&self) -> u64 {
         self.block_bytes
     }

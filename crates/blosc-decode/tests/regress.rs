@@ -8,6 +8,7 @@
 mod common;
 use blosc_decode::format::chunk::{ChunkLayout, MAX_MEMCPYED_BLOCKS};
 use blosc_decode::io::MemSource;
+use common::per_cpu;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,7 +36,7 @@ fn fuzz_read_at(data: &[u8]) {
         None => (0, 4096),
     };
     let src = Arc::new(MemSource::new(data.to_vec()));
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     if let Ok(Some(c)) = blosc_decode::open_source(src, Path::new("regress"), &env) {
         let total = c.len();
         let mut whole = vec![0u8; total.min(1 << 20) as usize];
@@ -96,7 +97,7 @@ fn refusal<T>(r: blosc_decode::Result<T>) -> String {
 
 /// Open a reference-made file of tests/fixtures/regress/ (one container).
 fn open_regress(name: &str) -> blosc_decode::Result<blosc_decode::Container> {
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     blosc_decode::open_path_with(&common::fixture(&format!("regress/{name}")), &env)
         .map(|c| c.expect("a container"))
 }
@@ -140,7 +141,7 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 #[test]
 fn sframe_chunk_cbytes_beyond_file_reads_2gib() {
     let dir = sparse_frame_dir(&input("sframe-chunk-cbytes-beyond-file.bin"));
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     let c = blosc_decode::open_path_with(dir.path(), &env)
         .unwrap()
         .unwrap();
@@ -164,7 +165,7 @@ fn b2nd_padded_size_overflow_is_refused() {
     use blosc_decode::npy::NdLayout;
     let data = input("b2nd-padded-size-overflow.bin");
     let src = Arc::new(MemSource::new(data.clone()));
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     let c = blosc_decode::open_source(src, Path::new("regress"), &env)
         .unwrap()
         .unwrap();
@@ -236,7 +237,7 @@ fn lying_block_size_maps_no_memory() {
 fn variable_frame_declaring_millions_of_special_chunks() {
     let data = input("frame-variable-many-specials.bin");
     let src = Arc::new(MemSource::new(data.clone()));
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     let (e, grew, _) =
         memory_of(|| refusal(blosc_decode::open_source(src, Path::new("regress"), &env)));
     assert!(
@@ -281,7 +282,7 @@ fn sframe_index_naming_more_chunk_files_than_the_directory_holds() {
     let len = d.len() as u64;
     d[0x10..0x18].copy_from_slice(&len.to_be_bytes());
     std::fs::write(&index, &d).unwrap();
-    let env = blosc_decode::Env::per_cpu(1 << 20);
+    let env = per_cpu(1 << 20);
     let e = refusal(blosc_decode::open_path_with(&dir, &env));
     assert!(
         e.contains("names more than 76 stored chunks, more than the frame has room for"),

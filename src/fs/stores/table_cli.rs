@@ -20,7 +20,7 @@ pub fn table_at(path: &Path) -> Option<Result<Arc<CTable>, String>> {
         return None;
     }
     let local = Arc::new(LocalTree::new(PathBuf::from("/")));
-    let env = Env::with_workers(64 << 20, 0);
+    let env = Env::new(64 << 20);
     let tree = StoreTree::new(local, env.clone());
     tree.stat(&dir.join(META_KEY)).ok()?;
     Some(match super::ctable::open(&tree, &env, dir) {

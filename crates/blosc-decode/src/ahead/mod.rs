@@ -1,11 +1,14 @@
-//! The pool: worker threads that decode spans before a sequential reader
-//! asks for them (as far as `policy` decides) and blocks of a scattered
-//! read in parallel, and one thread at idle priority
-//! (`SCHED_IDLE`) that prepares spare block buffers off the read path, one
-//! at normal priority that asks the kernel to read ahead; and the table of
-//! blocks queued or being decoded.
+//! Decoding ahead: the [`Runner`] trait through which containers hand work
+//! to threads of their caller's (decoding spans before a sequential reader
+//! asks for them, blocks of a scattered read in parallel, preparing spare
+//! block buffers, asking a source to read ahead), the table of blocks
+//! queued or being decoded, and (`policy`) how far ahead to decode.
 //!
-//! A block or span handed to the pool is *queued*, then *running*, then
+//! The library starts no thread: with no runner ([`crate::Env::new`]),
+//! every block is decoded by the read that needs it and nothing is handed
+//! off. The bloscfs daemon's runner is the `bloscfs-pool` crate.
+//!
+//! A block or span handed to the runner is *queued*, then *running*, then
 //! *done*. A reader that needs a queued one claims it (it never idles behind
 //! a queue); a running one is waited for; a done one is in the block cache.
 //! No cycle of waits can form: a span job waits at most for a block another
@@ -14,39 +17,75 @@
 //! nothing, and a reader waits for a span holding nothing. A job that fails
 //! only reports "nothing": the reader then decodes the bytes again and gets
 //! the error with its file, chunk and block context (errors surface in
-//! exactly one place, the read that needs the bytes).
+//! exactly one place, the read that needs the bytes). A job the runner
+//! drops without running it releases its block the same way.
 
 pub mod policy;
 
 use crate::cache::{Block, BlockKey};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-/// A thread running chores one after the other (`idle`: at `SCHED_IDLE`).
-fn chore_thread(name: &str, idle: bool) -> Mutex<SyncSender<Chore>> {
-    let (tx, rx) = sync_channel::<Chore>(QUEUE);
-    let spawned = std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            if idle {
-                let param = libc::sched_param { sched_priority: 0 };
-                // SAFETY: pid 0 is this thread; `param` is valid.
-                unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-            }
-            while let Ok(chore) = rx.recv() {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(chore));
-            }
-        });
-    if let Err(e) = spawned {
-        log::warn!("cannot start the {name} thread: {e}");
-    }
-    Mutex::new(tx)
+/// What a job handed to a [`Runner`] does, so that it can be run on a
+/// thread that suits it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// Decode a block or a span ahead of the reads that need it: CPU work
+    /// that a reader may soon wait for. [`Runner::workers`] of these run at
+    /// once.
+    Decode,
+    /// Prepare a spare block buffer (map its pages): housekeeping nobody
+    /// waits for, best run only on an otherwise idle CPU.
+    Spare,
+    /// Tell a source which bytes will be read soon ([`crate::Source::will_need`]):
+    /// cheap in CPU and wanted soon, so not at idle priority.
+    Hint,
 }
 
-/// Jobs waiting at most; a full queue drops further decode-ahead.
-const QUEUE: usize = 256;
+/// A job for a [`Runner`]: it returns nothing and never fails (a decode
+/// job that fails leaves the read that needs the bytes to report why).
+pub type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs the jobs containers hand off, on threads of its own: what decodes
+/// ahead of sequential readers and in parallel for scattered reads. Give
+/// one to [`crate::Env::with_runner`].
+///
+/// A runner may refuse any job (its queue is full, it runs no job of that
+/// kind): the container then does without (decodes in the read, or skips
+/// the chore). A job accepted may also be dropped unrun; nothing waits for
+/// it forever. A runner must not run a job in the call that hands it over
+/// while holding a lock the job could need (running it inline is allowed,
+/// though it gains nothing).
+///
+/// ```
+/// use blosc_decode::ahead::{Job, JobKind, Runner};
+/// use std::sync::Arc;
+///
+/// /// A thread for every job (a real runner bounds its threads and queue).
+/// struct ThreadPerJob;
+///
+/// impl Runner for ThreadPerJob {
+///     fn workers(&self) -> usize {
+///         2
+///     }
+///     fn run(&self, kind: JobKind, job: Job) -> bool {
+///         kind == JobKind::Decode && std::thread::Builder::new().spawn(job).is_ok()
+///     }
+/// }
+///
+/// let env = blosc_decode::Env::with_runner(16 << 20, Arc::new(ThreadPerJob));
+/// assert!(env.ahead.enabled());
+/// ```
+pub trait Runner: Send + Sync {
+    /// How many [`JobKind::Decode`] jobs it runs at once: what the
+    /// automatic decode-ahead takes for the CPUs it may use. 0: it runs
+    /// none, and no job of any kind is handed to it.
+    fn workers(&self) -> usize;
+    /// Run `job` on a thread that suits `kind`, soon; false if it refuses
+    /// (the job is dropped).
+    fn run(&self, kind: JobKind, job: Job) -> bool;
+}
 
 enum State {
     Queued,
@@ -54,10 +93,19 @@ enum State {
     Done(Option<Block>),
 }
 
-/// One block handed to the pool.
+/// One block handed to the runner, or being decoded by a reader.
 pub struct Slot {
     state: Mutex<State>,
     cv: Condvar,
+}
+
+impl Slot {
+    fn new(state: State) -> Arc<Slot> {
+        Arc::new(Slot {
+            state: Mutex::new(state),
+            cv: Condvar::new(),
+        })
+    }
 }
 
 /// What a reader gets for a block in the table.
@@ -68,85 +116,40 @@ pub enum Claim {
     Done(Option<Block>),
 }
 
-type Work = Box<dyn FnOnce() -> Option<Block> + Send>;
-
-struct Job {
-    key: BlockKey,
-    slot: Arc<Slot>,
-    work: Work,
-}
-
-/// Housekeeping nobody waits for (mapping spare buffers).
-type Chore = Box<dyn FnOnce() + Send>;
+/// Work that decodes one block or span and puts it in the cache.
+pub type Work = Box<dyn FnOnce() -> Option<Block> + Send>;
 
 type Table = Arc<Mutex<HashMap<BlockKey, Arc<Slot>>>>;
 
+/// The decode-ahead state an [`crate::Env`] shares: its runner (if any),
+/// the sequential readers active now, and the blocks queued or being
+/// decoded.
 pub struct Ahead {
-    workers: usize,
+    runner: Option<Arc<dyn Runner>>,
     /// The sequential readers active now (what decoding ahead is shared by).
     pub readers: policy::Readers,
-    queue: OnceLock<Mutex<SyncSender<Job>>>,
-    chores: OnceLock<Mutex<SyncSender<Chore>>>,
-    io_chores: OnceLock<Mutex<SyncSender<Chore>>>,
     table: Table,
 }
 
 impl Ahead {
-    /// A pool of `workers` threads, started on first use (0: no pool; every
-    /// `submit` is refused).
-    pub fn new(workers: usize) -> Self {
+    /// Jobs handed to `runner` (`None`: nothing is handed off; every
+    /// `submit` and `spawn` is refused).
+    pub fn new(runner: Option<Arc<dyn Runner>>) -> Self {
         Ahead {
-            workers,
+            runner,
             readers: policy::Readers::default(),
-            queue: OnceLock::new(),
-            chores: OnceLock::new(),
-            io_chores: OnceLock::new(),
             table: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
+    /// Is there a runner that decodes ahead?
     pub fn enabled(&self) -> bool {
-        self.workers > 0
+        self.workers() > 0
     }
 
-    /// Its threads: one per CPU the process may use, unless set otherwise.
+    /// Decode jobs the runner runs at once (0: no runner).
     pub fn workers(&self) -> usize {
-        self.workers
-    }
-
-    fn sender(&self) -> &Mutex<SyncSender<Job>> {
-        self.queue.get_or_init(|| {
-            let (tx, rx) = sync_channel::<Job>(QUEUE);
-            let rx = Arc::new(std::sync::Mutex::new(rx));
-            for n in 0..self.workers {
-                let rx = rx.clone();
-                let table = self.table.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("bloscfs-ahead-{n}"))
-                    .spawn(move || worker(&rx, &table));
-                if let Err(e) = spawned {
-                    log::warn!("cannot start a decode-ahead thread: {e}");
-                }
-            }
-            Mutex::new(tx)
-        })
-    }
-
-    /// The chore thread: `SCHED_IDLE`, so it runs only on an otherwise idle
-    /// CPU and never delays a reader's decoding on the same CPU. (A thread
-    /// cannot always come back from `SCHED_IDLE` unprivileged, hence a
-    /// thread of its own rather than switching a worker back and forth.)
-    fn chores(&self) -> &Mutex<SyncSender<Chore>> {
-        self.chores
-            .get_or_init(|| chore_thread("bloscfs-spares", true))
-    }
-
-    /// The I/O chore thread, at normal priority: what it does (asking the
-    /// kernel to read ahead) is cheap in CPU and wanted soon, so it must not
-    /// wait for an idle CPU.
-    fn io_chores(&self) -> &Mutex<SyncSender<Chore>> {
-        self.io_chores
-            .get_or_init(|| chore_thread("bloscfs-hints", false))
+        self.runner.as_ref().map_or(0, |r| r.workers())
     }
 
     /// Is `key` queued or being decoded?
@@ -155,15 +158,12 @@ impl Ahead {
     }
 
     /// Queue `work` (which decodes block `key` and puts it in the cache).
-    /// Returns false when the key is already queued or the queue is full.
+    /// Returns false when the key is already queued or the runner refuses.
     pub fn submit(&self, key: BlockKey, work: Work) -> bool {
-        if !self.enabled() {
+        let Some(runner) = self.runner.as_ref().filter(|r| r.workers() > 0) else {
             return false;
-        }
-        let slot = Arc::new(Slot {
-            state: Mutex::new(State::Queued),
-            cv: Condvar::new(),
-        });
+        };
+        let slot = Slot::new(State::Queued);
         {
             let mut t = self.table.lock();
             if t.contains_key(&key) {
@@ -171,30 +171,23 @@ impl Ahead {
             }
             t.insert(key, slot.clone());
         }
-        let job = Job {
+        let job = Queued {
+            table: self.table.clone(),
             key,
-            slot: slot.clone(),
-            work,
+            slot,
+            work: Some(work),
         };
-        match self.sender().lock().try_send(job) {
-            Ok(()) => true,
-            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
-                finish(&self.table, key, &slot, None);
-                false
-            }
+        // Refused, the job is dropped, which releases its slot.
+        runner.run(JobKind::Decode, Box::new(move || job.run()))
+    }
+
+    /// Hand `task` to the runner as a job of `kind` ([`JobKind::Spare`] or
+    /// [`JobKind::Hint`]); false if there is no runner or it refuses.
+    pub fn spawn(&self, kind: JobKind, task: Job) -> bool {
+        match &self.runner {
+            Some(r) if r.workers() > 0 => r.run(kind, task),
+            _ => false,
         }
-    }
-
-    /// Run `task` on the chore thread; false if the pool is off or the
-    /// chore queue is full (the task is dropped).
-    pub fn spawn(&self, task: Chore) -> bool {
-        self.enabled() && self.chores().lock().try_send(task).is_ok()
-    }
-
-    /// Run `task` on the I/O chore thread (normal priority); false if the
-    /// pool is off or its queue is full (the task is dropped).
-    pub fn spawn_io(&self, task: Chore) -> bool {
-        self.enabled() && self.io_chores().lock().try_send(task).is_ok()
     }
 
     /// Claim a queued block or wait for a running one.
@@ -223,10 +216,7 @@ impl Ahead {
                 return None;
             }
         }
-        let slot = Arc::new(Slot {
-            state: Mutex::new(State::Running),
-            cv: Condvar::new(),
-        });
+        let slot = Slot::new(State::Running);
         t.insert(key, slot.clone());
         Some(Started {
             ahead: self,
@@ -287,80 +277,123 @@ fn finish(table: &Table, key: BlockKey, slot: &Arc<Slot>, v: Option<Block>) {
     }
 }
 
-fn worker(rx: &std::sync::Mutex<Receiver<Job>>, table: &Table) {
-    loop {
-        let job = {
-            let Ok(rx) = rx.lock() else { return };
-            match rx.recv() {
-                Ok(j) => j,
-                Err(_) => return, // the pool was dropped
-            }
-        };
-        let Job { key, slot, work } = job;
+/// A block queued on the runner: run, it decodes the block unless a reader
+/// claimed it first; dropped unrun, it releases the readers of the block.
+struct Queued {
+    table: Table,
+    key: BlockKey,
+    slot: Arc<Slot>,
+    work: Option<Work>,
+}
+
+impl Queued {
+    fn run(mut self) {
+        let Some(work) = self.work.take() else { return };
         {
-            let mut s = slot.state.lock();
+            let mut s = self.slot.state.lock();
             if !matches!(*s, State::Queued) {
-                continue; // a reader claimed it
+                return; // a reader claimed it
             }
             *s = State::Running;
         }
         // A panic in a decoder must not leave readers waiting forever.
         let v = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or(None);
-        finish(table, key, &slot, v);
+        finish(&self.table, self.key, &self.slot, v);
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if self.work.is_none() {
+            return;
+        }
+        {
+            let mut s = self.slot.state.lock();
+            if !matches!(*s, State::Queued) {
+                return; // a reader claimed it: it finishes it
+            }
+            *s = State::Running;
+        }
+        finish(&self.table, self.key, &self.slot, None);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn block(n: u8) -> Option<Block> {
         Some(Arc::new(vec![n; 4].into()))
     }
 
+    /// A runner that keeps the jobs it is given until the test runs or
+    /// drops them; it refuses any past `room`.
+    struct Held {
+        room: usize,
+        jobs: Mutex<Vec<(JobKind, Job)>>,
+    }
+
+    impl Held {
+        fn new(room: usize) -> Arc<Held> {
+            Arc::new(Held {
+                room,
+                jobs: Mutex::new(Vec::new()),
+            })
+        }
+        fn take(&self) -> Vec<(JobKind, Job)> {
+            std::mem::take(&mut *self.jobs.lock())
+        }
+    }
+
+    impl Runner for Held {
+        fn workers(&self) -> usize {
+            self.room.min(1)
+        }
+        fn run(&self, kind: JobKind, job: Job) -> bool {
+            let mut jobs = self.jobs.lock();
+            if jobs.len() >= self.room {
+                return false;
+            }
+            jobs.push((kind, job));
+            true
+        }
+    }
+
+    fn with(runner: &Arc<Held>) -> Ahead {
+        Ahead::new(Some(runner.clone() as Arc<dyn Runner>))
+    }
+
     #[test]
     fn queued_blocks_are_claimed_or_decoded() {
-        let a = Ahead::new(1);
-        let gate = Arc::new(std::sync::Barrier::new(2));
-        // Block the only worker so the next job stays queued.
-        let g = gate.clone();
-        assert!(a.submit(
-            (1, 0, 0),
-            Box::new(move || {
-                g.wait();
-                block(7)
-            })
-        ));
+        let runner = Held::new(8);
+        let a = with(&runner);
+        assert!(a.submit((1, 0, 0), Box::new(|| block(7))));
         assert!(a.submit((1, 0, 1), Box::new(|| block(9))));
         assert!(
             !a.submit((1, 0, 1), Box::new(|| block(9))),
             "already queued"
         );
-        // Wait until the worker runs job 0.
-        let s0 = a.lookup(&(1, 0, 0)).unwrap();
-        while matches!(*s0.state.lock(), State::Queued) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        // A reader claims block 1 before the runner gets to it.
         let s1 = a.lookup(&(1, 0, 1)).unwrap();
         assert!(matches!(a.claim(&s1), Claim::Mine));
+        let jobs = runner.take();
+        assert!(jobs.iter().all(|(k, _)| *k == JobKind::Decode));
+        for (_, job) in jobs {
+            job();
+        }
+        // Its job did nothing: the reader still holds it.
+        assert!(a.running(&s1));
         a.finish((1, 0, 1), &s1, None);
         assert!(a.lookup(&(1, 0, 1)).is_none());
-        gate.wait();
-        match a.claim(&s0) {
-            Claim::Done(Some(b)) => assert_eq!(&b[..], &[7; 4]),
-            _ => panic!("running block not waited for"),
-        }
-        while a.in_flight() > 0 {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        assert!(a.lookup(&(1, 0, 0)).is_none(), "decoded by its job");
+        assert_eq!(a.in_flight(), 0);
     }
 
     /// A block a reader decodes itself is waited for by the others; one
     /// abandoned releases them.
     #[test]
     fn started_blocks_are_waited_for() {
-        let a = Arc::new(Ahead::new(0));
+        let a = Arc::new(Ahead::new(None));
         let s = a.start((4, 0, 0)).expect("nothing queued");
         assert!(a.start((4, 0, 0)).is_none(), "being decoded already");
         let slot = a.lookup(&(4, 0, 0)).unwrap();
@@ -380,60 +413,39 @@ mod tests {
         assert_eq!(a.in_flight(), 0);
     }
 
+    /// Failing, panicking, dropped or refused jobs leave no block waited
+    /// for.
     #[test]
-    fn failing_or_panicking_jobs_release_waiters() {
-        let a = Ahead::new(2);
+    fn failing_dropped_or_refused_jobs_release_waiters() {
+        let runner = Held::new(3);
+        let a = with(&runner);
         assert!(a.submit((2, 0, 0), Box::new(|| None)));
         assert!(a.submit((2, 0, 1), Box::new(|| panic!("decoder bug"))));
-        for i in 0..2 {
-            if let Some(s) = a.lookup(&(2, 0, i)) {
-                match a.claim(&s) {
-                    Claim::Mine => a.finish((2, 0, i), &s, None),
-                    Claim::Done(v) => assert!(v.is_none()),
-                }
-            }
+        assert!(a.submit((2, 0, 2), Box::new(|| block(1))));
+        assert!(!a.submit((2, 0, 3), Box::new(|| block(1))), "refused");
+        assert!(a.lookup(&(2, 0, 3)).is_none());
+        let mut jobs = runner.take().into_iter();
+        let slots: Vec<_> = (0..3).map(|i| a.lookup(&(2, 0, i)).unwrap()).collect();
+        jobs.next().unwrap().1();
+        jobs.next().unwrap().1();
+        drop(jobs); // the third is never run
+        for s in &slots {
+            assert!(matches!(a.claim(s), Claim::Done(None)));
         }
-        let off = Ahead::new(0);
-        assert!(!off.submit((3, 0, 0), Box::new(|| block(1))));
+        assert_eq!(a.in_flight(), 0);
     }
 
-    /// The scheduling policy of the thread `spawn` runs a chore on; with
-    /// no pool, `spawn` must refuse the chore.
-    fn chore_policy(spawn: fn(&Ahead, Chore) -> bool) -> i32 {
-        let (tx, rx) = std::sync::mpsc::channel();
-        // SAFETY: sched_getscheduler(0) only reads the calling thread's policy.
-        let chore: Chore =
-            Box::new(move || tx.send(unsafe { libc::sched_getscheduler(0) }).unwrap());
-        assert!(spawn(&Ahead::new(1), chore));
-        assert!(!spawn(&Ahead::new(0), Box::new(|| {})));
-        rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap()
-    }
-
-    /// Chores run on their own thread at idle priority; with no pool they
-    /// are refused.
+    /// With no runner, or one of no workers, nothing is handed off.
     #[test]
-    fn chores_run_at_idle_priority() {
-        let policy = chore_policy(Ahead::spawn);
-        // Where a sandbox forbids the call, no thread can be idle: check that
-        // one can before asking it of the chore thread.
-        let can = std::thread::spawn(|| {
-            let param = libc::sched_param { sched_priority: 0 };
-            // SAFETY: pid 0 is this scratch thread; `param` is valid.
-            unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 }
-        })
-        .join()
-        .unwrap();
-        if can {
-            assert_eq!(policy, libc::SCHED_IDLE);
+    fn without_a_runner_nothing_is_handed_off() {
+        for a in [Ahead::new(None), with(&Held::new(0))] {
+            assert!(!a.enabled());
+            assert!(!a.submit((3, 0, 0), Box::new(|| block(1))));
+            assert!(!a.spawn(JobKind::Spare, Box::new(|| {})));
+            assert_eq!(a.in_flight(), 0);
         }
-    }
-
-    /// I/O chores (read-ahead hints) run at normal priority: at idle
-    /// priority a hint waits for as long as anything else keeps the CPUs
-    /// busy, so on a loaded machine the reads it was for would fetch their
-    /// chunk headers from disk themselves before it ran.
-    #[test]
-    fn io_chores_run_at_normal_priority() {
-        assert_eq!(chore_policy(Ahead::spawn_io), libc::SCHED_OTHER);
+        let runner = Held::new(4);
+        assert!(with(&runner).spawn(JobKind::Hint, Box::new(|| {})));
+        assert_eq!(runner.take()[0].0, JobKind::Hint);
     }
 }

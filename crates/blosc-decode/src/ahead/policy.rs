@@ -4,7 +4,7 @@
 //! (whether a reader is still active) is passed in by the caller.
 //!
 //! The unit of decoding ahead is a *span*: [`SPAN`] presented bytes decoded
-//! by one pool worker into one buffer, from which the reads falling in it
+//! by one worker of the runner into one buffer, from which the reads falling in it
 //! are answered without a copy (a FUSE reply is written straight from it).
 //!
 //! Why these numbers: the kernel keeps about two read requests in flight
@@ -44,7 +44,7 @@ impl DecodeAhead {
     }
 }
 
-/// Bytes one pool worker decodes ahead at a time, and what a read is
+/// Bytes one worker of the runner decodes ahead at a time, and what a read is
 /// answered from without a copy (reads are at most 1 MiB: a span holds
 /// several, and few straddle two).
 pub const SPAN: u64 = 4 << 20;

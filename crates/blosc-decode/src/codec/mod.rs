@@ -1,6 +1,21 @@
 //! Stream codecs: each decompresses one stream into a caller-provided buffer
 //! and must fill it exactly (Blosc stores the uncompressed size of every
 //! stream implicitly, so a short or long result is corruption).
+//!
+//! ```
+//! use blosc_decode::codec::{decompress, Params};
+//! use blosc_decode::format::chunk::Codec;
+//!
+//! let data = b"blosc blosc blosc blosc blosc blosc".to_vec();
+//! let stream = lz4_flex::block::compress(&data); // a raw LZ4 block
+//! let mut out = vec![0; data.len()];
+//! decompress(Codec::Lz4, &stream, &mut out, &Params::default())?;
+//! assert_eq!(out, data);
+//! // One byte too many asked for: the stream does not fill it.
+//! let mut long = vec![0; data.len() + 1];
+//! assert!(decompress(Codec::Lz4, &stream, &mut long, &Params::default()).is_err());
+//! # Ok::<(), blosc_decode::Error>(())
+//! ```
 
 pub mod blosclz;
 mod lz4;
@@ -20,9 +35,13 @@ thread_local! {
 /// typesize and the array's block shape (from its `b2nd` metalayer).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Params<'a> {
+    /// The chunk's dictionary (zstd, lz4), if it has one.
     pub dict: Option<&'a [u8]>,
+    /// The chunk's codec meta byte (ZFP: its tolerance, precision or rate).
     pub meta: u8,
+    /// The chunk's typesize (ZFP: 4 for `f32`, 8 for `f64`).
     pub typesize: u8,
+    /// The array's block shape (ZFP: the field's dimensions).
     pub block_shape: Option<&'a [u64]>,
 }
 

@@ -25,12 +25,16 @@ use zfp_rs::{
 /// Which of the three ZFP codecs (the codec id less 33).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
+    /// Fixed accuracy (`zfp_acc`, codec id 33).
     Accuracy,
+    /// Fixed precision (`zfp_prec`, codec id 34).
     Precision,
+    /// Fixed rate (`zfp_rate`, codec id 35).
     Rate,
 }
 
 impl Mode {
+    /// The codec's name as C-Blosc2 spells it.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Accuracy => "zfp_acc",

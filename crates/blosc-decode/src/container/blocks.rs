@@ -1,9 +1,9 @@
-//! Blocks between the cache and the pool: a block is taken from whichever
+//! Blocks between the cache and the runner: a block is taken from whichever
 //! has it, decoded once however many readers want it, and queued on the
-//! pool to be decoded in parallel with a read's other blocks.
+//! runner to be decoded in parallel with a read's other blocks.
 
 use super::chunk::ChunkCtx;
-use crate::ahead::Claim;
+use crate::ahead::{Claim, JobKind};
 use crate::cache::{Block, BlockBuf, Stats};
 use crate::error::Result;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ impl ChunkCtx {
         !self.env.cache.contains(&k) && self.env.ahead.lookup(&k).is_none()
     }
 
-    /// Hand block `i` to the pool unless it is cached or queued already.
-    /// False when the pool refuses (off or full).
+    /// Hand block `i` to the runner unless it is cached or queued already.
+    /// False when the runner refuses (off or full).
     pub(super) fn queue(&self, i: u32) -> bool {
         if !self.missing(i) {
             return true;
@@ -34,8 +34,8 @@ impl ChunkCtx {
         )
     }
 
-    /// Fill `dst` (all of block `i`) from the cache or the pool, if either
-    /// has it or the pool has not started it (then it is decoded here).
+    /// Fill `dst` (all of block `i`) from the cache or the runner, if either
+    /// has it or the runner has not started it (then it is decoded here).
     /// A block consumed whole leaves the cache: the page cache has it now.
     pub(super) fn take_ready(&self, i: u32, dst: &mut [u8], block0: Option<&[u8]>) -> Result<bool> {
         let key = self.key(i);
@@ -45,7 +45,7 @@ impl ChunkCtx {
             Stats::add(&self.env.stats.cache_hits, 1);
             Ok(true)
         };
-        // The pool first, then the cache: a job puts its block in the cache
+        // The runner's table first, then the cache: a job puts its block in the cache
         // before it leaves the table, so no finished block is missed.
         if let Some(slot) = self.env.ahead.lookup(&key) {
             match self.env.ahead.claim(&slot) {
@@ -67,13 +67,13 @@ impl ChunkCtx {
         }
     }
 
-    /// Block `i`, from the cache, from the pool, or decoded into the cache.
+    /// Block `i`, from the cache, from the runner, or decoded into the cache.
     /// While it is decoded here, other readers of it wait for it (see
     /// `Ahead::start`) rather than decode it a second time.
     pub(super) fn cached_block(&self, i: u32) -> Result<Block> {
         let key = self.key(i);
         loop {
-            // The pool first, then the cache (see `take_ready`).
+            // The runner's table first, then the cache (see `take_ready`).
             if let Some(slot) = self.env.ahead.lookup(&key) {
                 match self.env.ahead.claim(&slot) {
                     Claim::Mine => {
@@ -122,7 +122,7 @@ impl ChunkCtx {
     }
 
     /// A buffer to decode a block into: a spare one (its pages are mapped)
-    /// when there is one. When spares run low the pool maps a new one off
+    /// when there is one. When spares run low the runner maps a new one off
     /// the read path, so a cold read rarely pays a page fault per 4 KiB.
     pub(super) fn buffer(&self, len: usize) -> BlockBuf {
         let (v, left) = self.env.cache.buffer(len);
@@ -130,11 +130,14 @@ impl ChunkCtx {
         // size must not map its pages in advance).
         if left == 0 && self.env.cache.keeps_spare(len) {
             let cache = self.env.cache.clone();
-            self.env.ahead.spawn(Box::new(move || {
-                let mut v = BlockBuf::new(len);
-                v.populate();
-                cache.put_spare(v);
-            }));
+            self.env.ahead.spawn(
+                JobKind::Spare,
+                Box::new(move || {
+                    let mut v = BlockBuf::new(len);
+                    v.populate();
+                    cache.put_spare(v);
+                }),
+            );
         }
         v
     }

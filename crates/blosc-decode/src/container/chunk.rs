@@ -175,7 +175,7 @@ impl ChunkCtx {
     }
 
     /// Fill `dst` with whole blocks from `i` on (up to `last`, inside the
-    /// request `range`): block `i` from the cache or the pool, or decoded in
+    /// request `range`): block `i` from the cache or the runner, or decoded in
     /// place with the adjacent whole blocks that nobody else has (one
     /// positional read for them all). Returns the last block filled.
     fn read_whole(

@@ -1,21 +1,21 @@
 //! [`Env`]: what containers share, and its defaults.
 
 use crate::ahead::policy::DecodeAhead;
-use crate::ahead::Ahead;
+use crate::ahead::{Ahead, Runner};
 use crate::cache::{BlockCache, Stats};
 use crate::io::Access;
 use std::sync::Arc;
 
-/// What containers share: the block cache, the decode-ahead pool, the
-/// counters, and options.
+/// What containers share: the block cache, the decode-ahead state (and the
+/// [`Runner`] it hands jobs to, if any), the counters, and options.
 #[derive(Clone)]
 pub struct Env {
     /// The decoded-block cache.
     pub cache: Arc<BlockCache>,
     /// Counters of what reads did.
     pub stats: Arc<Stats>,
-    /// The decode-ahead pool for sequential readers (none unless asked for:
-    /// [`Env::per_cpu`], [`Env::with_workers`]).
+    /// Decoding ahead of sequential readers and in parallel: the runner
+    /// (none unless given: [`Env::with_runner`]) and the blocks queued on it.
     pub ahead: Arc<Ahead>,
     /// Verify stored chunk checksums (Bloscpack) on first read of each chunk.
     pub verify_checksums: bool,
@@ -29,27 +29,25 @@ pub struct Env {
 }
 
 impl Env {
-    /// A cache of `cache_bytes` and no pool: no thread is ever started,
+    /// A cache of `cache_bytes` and no runner: no thread is ever started,
     /// every block is decoded by the read that needs it, none ahead.
     pub fn new(cache_bytes: u64) -> Self {
-        Env::with_workers(cache_bytes, 0)
+        Env::with_ahead(cache_bytes, Ahead::new(None))
     }
 
-    /// A cache of `cache_bytes` and a pool of one thread per CPU, each
-    /// started on first use, for decoding ahead of sequential readers.
-    pub fn per_cpu(cache_bytes: u64) -> Self {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Env::with_workers(cache_bytes, cpus)
+    /// A cache of `cache_bytes`, with `runner` decoding ahead of sequential
+    /// readers (as many spans at once as its [`Runner::workers`]), the
+    /// blocks of a scattered read in parallel, and spare block buffers off
+    /// the read path.
+    pub fn with_runner(cache_bytes: u64, runner: Arc<dyn Runner>) -> Self {
+        Env::with_ahead(cache_bytes, Ahead::new(Some(runner)))
     }
 
-    /// `workers` pool threads (0: no pool: no decoding ahead, and spare
-    /// block buffers are not prepared in the background). The automatic
-    /// decode-ahead takes them for the CPUs it may use.
-    pub fn with_workers(cache_bytes: u64, workers: usize) -> Self {
+    fn with_ahead(cache_bytes: u64, ahead: Ahead) -> Self {
         Env {
             cache: Arc::new(BlockCache::new(cache_bytes)),
             stats: Arc::new(Stats::default()),
-            ahead: Arc::new(Ahead::new(workers)),
+            ahead: Arc::new(ahead),
             verify_checksums: true,
             decode_ahead: DEFAULT_DECODE_AHEAD,
             span: crate::ahead::policy::SPAN,

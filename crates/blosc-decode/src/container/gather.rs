@@ -8,7 +8,7 @@
 //! short runs of a request (those inside one block) are sorted by raw offset
 //! and served block by block: each block they touch is looked up once,
 //! decoded whole into the cache when missing (other blocks of the request
-//! meanwhile on the pool, when there is one), and its runs copied out. Runs
+//! meanwhile on the runner, when there is one), and its runs copied out. Runs
 //! of a whole block or more (row-wise blocks, 1-D arrays) go through
 //! `read_raw_at`, which decodes whole blocks straight into the reply.
 
@@ -234,7 +234,7 @@ impl Container {
         Ok(g + n)
     }
 
-    /// Hand the missing blocks of the groups after the first to the pool,
+    /// Hand the missing blocks of the groups after the first to the runner,
     /// so that they are decoded in parallel with the first; at most as many
     /// as half the cache holds (a block decoded ahead and evicted before it
     /// is copied out would be decoded twice).
@@ -292,7 +292,7 @@ struct Group {
 }
 
 impl ChunkCtx {
-    /// Is block `i` being decoded (by the pool or another reader) now?
+    /// Is block `i` being decoded (by the runner or another reader) now?
     fn running(&self, i: u32) -> bool {
         self.env
             .ahead

@@ -6,11 +6,11 @@
 //! the chunk table (`table.rs`) finds the chunks a range covers; for each,
 //! the parsed chunk layout (header, block extents, dictionary — read once,
 //! lazily) says where each block's streams are (`chunk.rs`); blocks are taken
-//! from the shared LRU cache or the decode-ahead pool, or read and decoded
+//! from the shared LRU cache or the decode-ahead runner, or read and decoded
 //! (`blocks.rs`), with the source read as `source_io.rs` decides. Blocks wholly
 //! inside the request are decoded straight into the caller's buffer. Reads
 //! of zero chunks need no decoding (`holes.rs`); what containers share (the
-//! cache, the pool, the counters, options) is an [`Env`] (`env.rs`).
+//! cache, the runner, the counters, options) is an [`Env`] (`env.rs`).
 
 use crate::deferred::Deferred;
 use crate::error::Result;

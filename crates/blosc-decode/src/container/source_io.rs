@@ -73,12 +73,15 @@ impl Container {
             return;
         }
         let sources = self.index.sources.clone();
-        // On the pool's I/O chore thread: thousands of hints take
-        // milliseconds. Not at idle priority: the reads it is for come soon.
-        self.env.ahead.spawn_io(Box::new(move || {
-            for (src, offset, len) in want {
-                sources[src as usize].will_need(offset, len);
-            }
-        }));
+        // Handed off: thousands of hints take milliseconds. A hint job, not a
+        // spare one: the reads it is for come soon.
+        self.env.ahead.spawn(
+            crate::ahead::JobKind::Hint,
+            Box::new(move || {
+                for (src, offset, len) in want {
+                    sources[src as usize].will_need(offset, len);
+                }
+            }),
+        );
     }
 }

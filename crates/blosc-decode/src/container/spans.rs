@@ -2,7 +2,7 @@
 //!
 //! A sequential reader's next spans (`Env::span` presented bytes each,
 //! as many as `ahead::policy::spans_ahead` says for the CPUs and the readers
-//! active now) are decoded by the pool, each into one buffer kept in the
+//! active now) are decoded by the runner, each into one buffer kept in the
 //! block cache. A read that falls in a decoded span is answered from it
 //! without a copy ([`Served::Shared`]); one that straddles two is copied
 //! out of them. Once all of a span has been served it leaves the cache.
@@ -81,7 +81,7 @@ const SERVED_KEPT: usize = 256;
 
 impl Container {
     /// [`Container::read_at_deferring`] for reader `stream`, decoding ahead
-    /// of it on the pool while it reads sequentially (see the module) and
+    /// of it on the runner while it reads sequentially (see the module) and
     /// answering from what was decoded. A read is sequential when it starts
     /// where the reader's previous one ended, give or take its own length
     /// (the kernel's read-ahead requests may arrive out of order).
@@ -229,7 +229,7 @@ impl Container {
     }
 
     /// After a read ending at `end`, have spans up to `depth` past the one
-    /// `end` is in decoded by the pool (those not decoded or queued yet).
+    /// `end` is in decoded by the runner (those not decoded or queued yet).
     fn queue_spans(self: &Arc<Self>, stream: &Stream, end: u64, depth: usize) {
         if depth == 0 || end >= self.len() {
             return;
@@ -249,8 +249,8 @@ impl Container {
         }
     }
 
-    /// Hand span `k` to the pool unless it is decoded or queued already.
-    /// False when the pool refuses (its queue is full).
+    /// Hand span `k` to the runner unless it is decoded or queued already.
+    /// False when the runner refuses (its queue is full).
     fn queue_span(self: &Arc<Self>, k: u64) -> bool {
         let Some(key) = self.span_key(k) else {
             return false;

@@ -13,6 +13,7 @@
 use super::simd::{level, Level};
 use crate::error::{Error, Result};
 
+/// Undo bytedelta on `src` into `dst` (same length) for items of `ts` bytes: each byte plane is a running sum of its bytes.
 pub fn decode(ts: usize, src: &[u8], dst: &mut [u8]) -> Result<()> {
     if ts == 0 {
         return Err(Error::corrupt("bytedelta with typesize 0"));

@@ -6,11 +6,16 @@ use crate::ensure;
 use crate::error::{Error, Result};
 use crate::format::msgpack::{Reader, Val};
 
+/// What a `b2nd` metalayer says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct B2nd {
+    /// The metalayer's version.
     pub version: i64,
+    /// The array's shape.
     pub shape: Vec<u64>,
+    /// The shape of one chunk.
     pub chunkshape: Vec<u64>,
+    /// The shape of one block.
     pub blockshape: Vec<u64>,
     /// 0 = NumPy dtype string.
     pub dtype_format: i64,
@@ -36,6 +41,7 @@ fn dims(v: &Val, what: &str, ndim: usize) -> Result<Vec<u64>> {
         .collect()
 }
 
+/// Parse a `b2nd` metalayer's msgpack bytes (every dimension checked).
 pub fn parse(meta: &[u8]) -> Result<B2nd> {
     let v = Reader::new(meta).read()?;
     let a = v

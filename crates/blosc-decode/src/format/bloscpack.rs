@@ -6,34 +6,49 @@ use crate::ensure;
 use crate::error::{Error, Result};
 use sha1::Digest;
 
+/// The first bytes of a Bloscpack file.
 pub const MAGIC: &[u8; 4] = b"blpk";
+/// Bytes of the file header.
 pub const HEADER_LEN: usize = 32;
+/// Bytes of the metadata section's header.
 pub const META_HEADER_LEN: usize = 32;
 /// Metadata sections larger than this are refused.
 pub const MAX_META: u64 = 64 << 20;
 
+/// Checksum names by their id in the header.
 pub const CHECKSUM_NAMES: [&str; 9] = [
     "none", "adler32", "crc32", "md5", "sha1", "sha224", "sha256", "sha384", "sha512",
 ];
 
+/// A Bloscpack file header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// Format version.
     pub version: u8,
+    /// An offsets table follows the metadata.
     pub offsets: bool,
+    /// A metadata section follows the header.
     pub metadata: bool,
+    /// Checksum id of every chunk (`CHECKSUM_NAMES`).
     pub checksum: u8,
+    /// Bytes of one item.
     pub typesize: u8,
     /// -1: unknown.
     pub chunk_size: i32,
+    /// Uncompressed bytes of the last chunk (-1: unknown).
     pub last_chunk: i32,
+    /// Number of chunks (-1: unknown).
     pub nchunks: i64,
+    /// Chunks that may still be appended (room in the offsets table).
     pub max_app_chunks: i64,
 }
 
+/// Does `head` start with the Bloscpack magic?
 pub fn is_bloscpack(head: &[u8]) -> bool {
     head.len() >= 4 && &head[..4] == MAGIC
 }
 
+/// Parse the 32-byte file header.
 pub fn parse_header(b: &[u8]) -> Result<Header> {
     ensure!(
         b.len() >= HEADER_LEN,
@@ -85,14 +100,20 @@ pub fn parse_header(b: &[u8]) -> Result<Header> {
     Ok(h)
 }
 
+/// The header of a Bloscpack metadata section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaHeader {
+    /// Its magic (`JSON`).
     pub magic: String,
+    /// Checksum id of the metadata.
     pub checksum: u8,
     /// 0 none, 1 zlib.
     pub codec: u8,
+    /// Bytes of the metadata once decompressed.
     pub size: u32,
+    /// Bytes reserved for it (it may grow in place).
     pub max_size: u32,
+    /// Bytes of the stored metadata.
     pub comp_size: u32,
 }
 
@@ -105,6 +126,7 @@ impl MetaHeader {
     }
 }
 
+/// Parse a metadata section's 32-byte header.
 pub fn parse_meta_header(b: &[u8]) -> Result<MetaHeader> {
     ensure!(
         b.len() >= META_HEADER_LEN,
@@ -219,8 +241,11 @@ fn hex(b: &[u8]) -> String {
 /// What the JSON metadata of a NumPy array says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NumpyMeta {
+    /// The dtype's `descr`.
     pub descr: String,
+    /// The array's shape.
     pub shape: Vec<u64>,
+    /// Stored in Fortran order?
     pub fortran_order: bool,
 }
 

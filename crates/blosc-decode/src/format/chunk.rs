@@ -10,10 +10,13 @@ pub use crate::codec::zfp::Mode as ZfpMode;
 use crate::ensure;
 use crate::error::{Error, Result};
 
+/// Bytes of a Blosc1 chunk header.
 pub const MIN_HEADER_LEN: usize = 16;
+/// Bytes of a Blosc2 (extended) chunk header.
 pub const EXTENDED_HEADER_LEN: usize = 32;
 /// Blosc chunks are limited to 2 GiB by their int32 fields.
 pub const MAX_CHUNK_NBYTES: u64 = i32::MAX as u64;
+/// The largest typesize a header can hold.
 pub const MAX_TYPESIZE: u8 = 255;
 /// The largest block C-Blosc2 writes or reads (`BLOSC2_MAXBLOCKSIZE`): a
 /// bigger one is a lying header, refused before any buffer is sized by it.
@@ -26,15 +29,22 @@ pub const MAX_MEMCPYED_BLOCKS: u32 = 1 << 20;
 
 /// Flags byte (offset 2).
 pub const FLAG_SHUFFLE: u8 = 0x01;
+/// Stored as is, not compressed.
 pub const FLAG_MEMCPYED: u8 = 0x02;
+/// Bit-shuffled (Blosc1; with `FLAG_SHUFFLE`: Blosc2's filters apply).
 pub const FLAG_BITSHUFFLE: u8 = 0x04;
+/// Delta against block 0 (Blosc1).
 pub const FLAG_DELTA: u8 = 0x08;
+/// Blocks not split into one stream per byte of an item.
 pub const FLAG_DONT_SPLIT: u8 = 0x10;
 
 /// blosc2_flags byte (offset 31).
 pub const B2_USE_DICT: u8 = 0x01;
+/// Big-endian data.
 pub const B2_BIG_ENDIAN: u8 = 0x02;
+/// A lazy chunk (C-Blosc2 leaves its blocks in the frame it came from).
 pub const B2_LAZY: u8 = 0x08;
+/// Instrumented (C-Blosc2's codec statistics): unsupported.
 pub const B2_INSTR: u8 = 0x80;
 
 /// blosc2_flags2 byte (offset 30): variable-length blocks (format version 6),
@@ -43,26 +53,40 @@ pub const B2_VL_BLOCKS: u8 = 0x01;
 
 /// Filter ids used in the Blosc2 pipeline.
 pub mod filter_id {
+    /// No filter.
     pub const NOFILTER: u8 = 0;
+    /// Byte shuffle.
     pub const SHUFFLE: u8 = 1;
+    /// Bit shuffle.
     pub const BITSHUFFLE: u8 = 2;
+    /// Delta against block 0.
     pub const DELTA: u8 = 3;
+    /// Truncated precision of floats.
     pub const TRUNC_PREC: u8 = 4;
+    /// NDCELL (C-Blosc2 plugin): unsupported.
     pub const NDCELL: u8 = 32;
+    /// NDMEAN (C-Blosc2 plugin): unsupported.
     pub const NDMEAN: u8 = 33;
+    /// Bytedelta as C-Blosc2 before 2.8 wrote it.
     pub const BYTEDELTA_BUGGY: u8 = 34;
+    /// Bytedelta.
     pub const BYTEDELTA: u8 = 35;
+    /// Truncated precision of integers.
     pub const INT_TRUNC: u8 = 36;
 }
 
 /// The codec a chunk's streams were compressed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
+    /// BloscLZ.
     BloscLz,
     /// lz4 and lz4hc share a stream format (raw lz4 blocks).
     Lz4,
+    /// Snappy.
     Snappy,
+    /// zlib (deflate in a zlib wrapper).
     Zlib,
+    /// Zstandard.
     Zstd,
     /// The C-Blosc2 ZFP plugin codecs (ids 33-35).
     Zfp(ZfpMode),
@@ -72,6 +96,7 @@ pub enum Codec {
 pub const ZFP_ACC_ID: u8 = 33;
 
 impl Codec {
+    /// The codec's name as C-Blosc2 spells it.
     pub fn name(self) -> &'static str {
         match self {
             Codec::Zfp(m) => m.name(),
@@ -87,10 +112,13 @@ impl Codec {
 /// Whole-chunk special values (blosc2_flags bits 4-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Special {
+    /// All zeros.
     Zeros,
+    /// All NaN (of the typesize's float).
     Nan,
     /// A value of `typesize` bytes repeated; it is stored right after the header.
     Value,
+    /// Never written (read as zeros).
     Uninit,
 }
 
@@ -100,6 +128,7 @@ impl Special {
         matches!(self, Special::Zeros | Special::Uninit)
     }
 
+    /// The special kind of a header's code (bits 4-6 of `blosc2_flags`); unknown codes are an error.
     pub fn from_code(code: u8) -> Result<Option<Special>> {
         Ok(match code {
             0 => None,
@@ -114,6 +143,7 @@ impl Special {
             }
         })
     }
+    /// Its name in messages and `info`.
     pub fn name(self) -> &'static str {
         match self {
             Special::Zeros => "zeros",
@@ -124,22 +154,36 @@ impl Special {
     }
 }
 
+/// A Blosc1 or Blosc2 chunk header, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkHeader {
+    /// Format version.
     pub version: u8,
+    /// The codec's format version.
     pub versionlz: u8,
+    /// Flags (`FLAG_*`, codec in bits 5-7).
     pub flags: u8,
+    /// Bytes of one item.
     pub typesize: u8,
+    /// Uncompressed bytes.
     pub nbytes: u32,
+    /// Uncompressed bytes of one block (VL blocks: the block count).
     pub blocksize: u32,
+    /// Compressed bytes, header included.
     pub cbytes: u32,
     /// 16 (Blosc1 layout) or 32 (Blosc2 extended header).
     pub header_len: usize,
+    /// Filter pipeline, one id per slot (`filter_id`).
     pub filters: [u8; 6],
+    /// Each filter's meta byte.
     pub filters_meta: [u8; 6],
+    /// User-defined codec id.
     pub udcodec: u8,
+    /// The codec's meta byte.
     pub compcode_meta: u8,
+    /// Blosc2 flags (`B2_*`; special kind in bits 4-6).
     pub blosc2_flags: u8,
+    /// More Blosc2 flags (`B2_VL_BLOCKS`).
     pub blosc2_flags2: u8,
 }
 
@@ -271,15 +315,19 @@ impl ChunkHeader {
         Ok(())
     }
 
+    /// A Blosc2 extended (32-byte) header?
     pub fn is_extended(&self) -> bool {
         self.header_len == EXTENDED_HEADER_LEN
     }
+    /// Stored as is (`FLAG_MEMCPYED`)?
     pub fn memcpyed(&self) -> bool {
         self.flags & FLAG_MEMCPYED != 0
     }
+    /// Blocks not split into streams (`FLAG_DONT_SPLIT`)?
     pub fn dont_split(&self) -> bool {
         self.flags & FLAG_DONT_SPLIT != 0
     }
+    /// Compressed with a dictionary (`B2_USE_DICT`)?
     pub fn uses_dict(&self) -> bool {
         self.blosc2_flags & B2_USE_DICT != 0
     }
@@ -293,9 +341,11 @@ impl ChunkHeader {
     pub fn fixed_blocksize(&self) -> Option<u32> {
         (!self.vl_blocks()).then_some(self.blocksize)
     }
+    /// A lazy chunk (`B2_LAZY`)?
     pub fn is_lazy(&self) -> bool {
         self.blosc2_flags & B2_LAZY != 0
     }
+    /// The chunk's special kind, if it is one.
     pub fn special(&self) -> Result<Option<Special>> {
         if !self.is_extended() {
             return Ok(None);
@@ -306,6 +356,7 @@ impl ChunkHeader {
     pub fn compformat(&self) -> u8 {
         self.flags >> 5
     }
+    /// The codec its streams were compressed with.
     pub fn codec(&self) -> Result<Codec> {
         Ok(match self.compformat() {
             0 => Codec::BloscLz,
@@ -370,6 +421,7 @@ impl ChunkHeader {
             .map(move |i| (self.filters[i], self.filters_meta[i]))
             .filter(|&(f, _)| f != filter_id::NOFILTER)
     }
+    /// Is delta one of its filters?
     pub fn has_delta(&self) -> bool {
         self.filters.contains(&filter_id::DELTA)
     }
@@ -396,7 +448,9 @@ impl ChunkHeader {
 /// Where block `i`'s streams lie inside the chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockExtent {
+    /// First byte.
     pub start: u32,
+    /// One past the last byte.
     pub end: u32,
 }
 
@@ -405,9 +459,13 @@ pub struct BlockExtent {
 /// block given just that block's bytes.
 #[derive(Debug, Clone)]
 pub struct ChunkLayout {
+    /// Its header.
     pub header: ChunkHeader,
+    /// Its special kind, if the whole chunk is one.
     pub special: Option<Special>,
+    /// Where each block's streams lie.
     pub extents: Vec<BlockExtent>,
+    /// The dictionary, if the chunk has one.
     pub dict: Option<Vec<u8>>,
     /// The repeated value of a `Special::Value` chunk (`typesize` bytes).
     pub value: Vec<u8>,
@@ -503,6 +561,7 @@ impl ChunkLayout {
         })
     }
 
+    /// Number of blocks.
     pub fn nblocks(&self) -> u32 {
         self.header.nblocks()
     }

@@ -77,6 +77,7 @@ const fn kind(name: &'static str, codes: &'static [char], size: u64) -> Kind {
 /// One stored column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// Its name (the file `_cols/NAME.b2nd`).
     pub name: String,
     /// The schema's kind (`int64`, `string`...).
     pub kind: String,
@@ -102,6 +103,7 @@ impl Column {
 /// What a table's schema says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
+    /// The columns, in order.
     pub columns: Vec<Column>,
     /// The count of valid rows, if recorded.
     pub n_rows: Option<u64>,

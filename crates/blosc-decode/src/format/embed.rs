@@ -19,7 +19,9 @@ pub const VLMETA: &str = "estore_metadata";
 pub struct Entry {
     /// The key as python-blosc2 writes it (`/a/b`).
     pub key: String,
+    /// Where its frame starts in the store's content.
     pub offset: u64,
+    /// Bytes of its frame.
     pub length: u64,
 }
 

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::format::chunk::Special;
 use crate::format::msgpack::{Reader, Val};
 
+/// The magic string of a frame header.
 pub const MAGIC: &[u8; 8] = b"b2frame\0";
 /// Bytes needed to read `header_len` and `frame_len`.
 pub const PREFIX_LEN: usize = 24;
@@ -28,26 +29,38 @@ pub fn is_frame(head: &[u8]) -> bool {
     head.len() >= 10 && (head[0] & 0xf0) == 0x90 && head[1] == 0xa8 && &head[2..10] == MAGIC
 }
 
+/// A frame header, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameHeader {
+    /// Bytes of the header.
     pub header_len: u64,
+    /// Bytes of the whole frame.
     pub frame_len: u64,
     /// Frame format version (general_flags bits 0-3).
     pub version: u8,
+    /// Chunks of varying sizes?
     pub variable_chunks: bool,
     /// 0 contiguous, 1 sparse (directory).
     pub frame_type: u8,
     /// Library codec id (0 blosclz, 1 lz4, 2 lz4hc, 4 zlib, 5 zstd, ...).
     pub codec: u8,
+    /// Compression level.
     pub clevel: u8,
+    /// Uncompressed bytes of the frame's content.
     pub nbytes: u64,
+    /// Compressed bytes of its chunks.
     pub cbytes: u64,
+    /// Bytes of one item.
     pub typesize: u32,
+    /// Bytes of one block.
     pub blocksize: u32,
+    /// Uncompressed bytes of one chunk.
     pub chunksize: u32,
+    /// A trailer with variable-length metalayers follows?
     pub has_vlmetalayers: bool,
     /// Filter pipeline (slot order) and its meta bytes.
     pub filters: Vec<u8>,
+    /// Each filter's meta byte.
     pub filters_meta: Vec<u8>,
     /// (name, value bytes) of the fixed metalayers.
     pub metalayers: Vec<(String, Vec<u8>)>,
@@ -328,9 +341,11 @@ fn named_values(entries: &[(Val, Val)], buf: &[u8], what: &str) -> Result<Vec<(S
 pub enum Offset {
     /// Byte offset from the end of the header (contiguous) or chunk number (sparse).
     At(u64),
+    /// A special chunk: no bytes stored.
     Special(Special),
 }
 
+/// Decode one offsets entry (negative: a special chunk's kind).
 pub fn decode_offset(v: i64) -> Result<Offset> {
     if v >= 0 {
         return Ok(Offset::At(v as u64));

@@ -9,32 +9,45 @@ const MAX_DEPTH: usize = 16;
 /// Arrays and maps longer than this are refused (frame headers hold a few dozen values).
 const MAX_ITEMS: usize = 1 << 20;
 
+/// A msgpack value, borrowing its bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val<'a> {
+    /// `nil`.
     Nil,
+    /// A boolean.
     Bool(bool),
+    /// An integer (any msgpack width).
     Int(i128),
+    /// A float (32 or 64 bits).
     Float(f64),
+    /// A string's bytes (not checked to be UTF-8).
     Str(&'a [u8]),
+    /// Binary bytes.
     Bin(&'a [u8]),
+    /// An extension: its type and bytes.
     Ext(i8, &'a [u8]),
+    /// An array.
     Array(Vec<Val<'a>>),
+    /// A map, as its key-value pairs in order.
     Map(Vec<(Val<'a>, Val<'a>)>),
 }
 
 impl<'a> Val<'a> {
+    /// The value as an integer, if it is one.
     pub fn as_int(&self) -> Option<i128> {
         match self {
             Val::Int(i) => Some(*i),
             _ => None,
         }
     }
+    /// The value as text, if it is a UTF-8 string.
     pub fn as_str(&self) -> Option<&'a str> {
         match self {
             Val::Str(s) => std::str::from_utf8(s).ok(),
             _ => None,
         }
     }
+    /// The value's items, if it is an array.
     pub fn as_array(&self) -> Option<&[Val<'a>]> {
         match self {
             Val::Array(v) => Some(v),
@@ -47,9 +60,11 @@ impl<'a> Val<'a> {
 pub struct Reader<'a>(bytes::Reader<'a>);
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
         Self::at(buf, 0)
     }
+    /// A reader at offset `pos` of `buf`.
     pub fn at(buf: &'a [u8], pos: usize) -> Self {
         Reader(bytes::Reader::at(buf, pos, "msgpack value"))
     }

@@ -9,26 +9,41 @@ use crate::bytes::{le_at, Reader};
 use crate::ensure;
 use crate::error::Result;
 
+/// Bytes of the header.
 pub const HEADER_LEN: usize = 96;
 
+/// The header of a packed super-chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackedHeader {
+    /// Format version.
     pub version: u8,
+    /// Codec id.
     pub cname: u16,
+    /// Compression level.
     pub clevel: u16,
     /// Five 3-bit filter codes.
     pub filters: u16,
+    /// Uncompressed bytes of one chunk.
     pub chunksize: u32,
+    /// Number of chunks.
     pub nchunks: u64,
+    /// Uncompressed bytes.
     pub nbytes: u64,
+    /// Compressed bytes.
     pub cbytes: u64,
+    /// Position of the filters chunk.
     pub filters_chunk: i64,
+    /// Position of the codec chunk.
     pub codec_chunk: i64,
+    /// Position of the metadata chunk.
     pub metadata_chunk: i64,
+    /// Position of the user-data chunk.
     pub userdata_chunk: i64,
+    /// Position of the data-starts block.
     pub data_starts: i64,
 }
 
+/// Parse the 96-byte header.
 pub fn parse_header(b: &[u8]) -> Result<PackedHeader> {
     ensure!(
         b.len() >= HEADER_LEN,
@@ -79,6 +94,7 @@ pub fn looks_packed(head: &[u8], len: u64) -> bool {
         && (h.nchunks > 0 || h.nbytes == 0 || h.chunksize > 0)
 }
 
+/// The five 3-bit filter codes of `filters`, first slot first.
 pub fn filter_codes(filters: u16) -> [u8; 5] {
     let mut f = [0u8; 5];
     for (i, x) in f.iter_mut().enumerate() {

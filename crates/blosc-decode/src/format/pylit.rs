@@ -6,12 +6,19 @@
 /// A Python literal value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lit {
+    /// A string.
     Str(String),
+    /// An integer.
     Int(i64),
+    /// `True` or `False`.
     Bool(bool),
+    /// `None`.
     None,
+    /// A list.
     List(Vec<Lit>),
+    /// A tuple.
     Tuple(Vec<Lit>),
+    /// A dict, as its key-value pairs in order.
     Dict(Vec<(Lit, Lit)>),
 }
 

@@ -92,6 +92,7 @@ impl VlBlocks {
         Ok(VlBlocks { ends })
     }
 
+    /// Number of blocks.
     pub fn nblocks(&self) -> u32 {
         self.ends.len() as u32
     }
@@ -109,6 +110,7 @@ impl VlBlocks {
         self.ends[i as usize] - self.start(i)
     }
 
+    /// No blocks?
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }

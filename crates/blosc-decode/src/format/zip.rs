@@ -56,8 +56,11 @@ impl Member {
 /// Where the central directory is, from the archive's last bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CentralDir {
+    /// Where the central directory starts.
     pub offset: u64,
+    /// Bytes of the central directory.
     pub len: u64,
+    /// Number of members it lists.
     pub entries: u64,
     /// A ZIP64 archive: the record at this offset holds the real values
     /// (read it with [`parse_eocd64`]).

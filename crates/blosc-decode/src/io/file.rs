@@ -1,14 +1,12 @@
 //! [`FileSource`]: a local file, read positionally, every read checked to
 //! come from the version of the file that was opened.
 
-use super::{buffered_span, check_range, Access, Source};
+use super::Source;
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::OnceLock;
 
 /// Open `path` for reading only if it is a regular file (following
 /// symlinks). A fifo, socket or device is refused instead of opened for
@@ -56,17 +54,12 @@ pub fn set_blocking(file: &File) {
 /// A local file read with positional reads, each checked to come from the
 /// version of the file that was opened ([`Stamp`]).
 pub struct FileSource {
-    pub(super) file: File,
-    pub(super) path: PathBuf,
+    file: File,
+    path: PathBuf,
     /// The file's stamp when opened (its length among it): checked after
     /// every read, so bytes read while the file was rewritten in place are
     /// never used (a container's offsets over another version's bytes).
-    pub(super) version: Stamp,
-    /// The same file opened with `O_DIRECT`, on first need (`None`: the
-    /// file system refuses it).
-    pub(super) direct: OnceLock<Option<File>>,
-    /// Cleared when a direct read is refused (`EINVAL`): buffered from then on.
-    pub(super) direct_ok: AtomicBool,
+    version: Stamp,
 }
 
 /// Identity of one version of a file's content: a change of any of these
@@ -123,8 +116,6 @@ impl FileSource {
             file,
             version: Stamp::of(md),
             path: path.to_path_buf(),
-            direct: OnceLock::new(),
-            direct_ok: AtomicBool::new(true),
         }
     }
 
@@ -133,10 +124,17 @@ impl FileSource {
         self.version
     }
 
+    /// The open file (for reads of a caller's own, such as the bloscfs
+    /// daemon's `O_DIRECT` ones; check [`FileSource::check_unchanged`]
+    /// after them).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// Fails if the file is no longer the version it was when opened (its
     /// size or times changed): called after each read, so what was read
     /// is known to be that version's bytes.
-    fn still_the_same(&self) -> Result<()> {
+    pub fn check_unchanged(&self) -> Result<()> {
         let md = self
             .file
             .metadata()
@@ -174,24 +172,10 @@ impl Source for FileSource {
         });
         // A short read is most likely the file cut since it was opened:
         // say so rather than "shorter than expected".
-        self.still_the_same()?;
+        self.check_unchanged()?;
         r
     }
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
-    }
-    fn read_span<'a>(
-        &self,
-        offset: u64,
-        len: usize,
-        access: Access,
-        scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
-        check_range(self.version.size, offset, len as u64)?;
-        if let Some(r) = self.try_direct(offset, len, access, scratch) {
-            self.still_the_same()?;
-            return Ok((&scratch[r], true));
-        }
-        buffered_span(self, offset, len, scratch)
     }
 }

@@ -4,16 +4,17 @@
 //! for exactly the byte ranges they need. Positional reads (not mmap) mean a
 //! source truncated underneath us gives an error, never `SIGBUS`.
 //!
-//! Block reads go through [`Source::read_span`], which may bypass the page
-//! cache for a cold random read (`O_DIRECT`): the kernel then neither fills
-//! page-cache pages nor copies out of them, and the read costs about the
-//! disk's time alone.
+//! Block reads go through [`Source::read_span`], told by the container how
+//! they may use the page cache ([`Access`]). [`FileSource`] always reads
+//! through it; a source of the caller's may bypass it for a cold random
+//! read (the bloscfs daemon's reads with `O_DIRECT`: the kernel then
+//! neither fills page-cache pages nor copies out of them, and the read
+//! costs about the disk's time alone).
 
 use crate::error::{errno_of, Error, Result};
 use std::path::Path;
 use std::sync::Arc;
 
-mod direct;
 mod file;
 #[cfg(test)]
 mod tests;
@@ -38,8 +39,10 @@ pub fn last_errno() -> i32 {
     errno_of(&std::io::Error::last_os_error())
 }
 
-/// How a read may use the kernel's page cache (`-o source_io=`; a container
-/// turns `Auto` into `Buffered` for reads that continue a sequential scan).
+/// How a block read may use the kernel's page cache ([`crate::Env`]'s
+/// `source_io`; a container turns `Auto` into `Buffered` for reads that
+/// continue a sequential scan). A hint to [`Source::read_span`]: a source
+/// that cannot bypass the page cache reads through it whatever it says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Access {
     /// Through the page cache (sequential reads: the kernel reads ahead).

@@ -228,6 +228,7 @@ impl CTable {
         self.header.len() as u64 + self.rows() * self.record
     }
 
+    /// Is the `.npy` file empty?
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -32,6 +32,7 @@ pub fn probe(head: &[u8]) -> Option<u64> {
     frame::declared_nbytes(head)
 }
 
+/// Read and parse the header of the frame in `src`.
 pub fn read_header(src: &dyn Source) -> Result<FrameHeader> {
     let n = (frame::PREFIX_LEN as u64).min(src.len());
     let head = read_vec(src, 0, n)?;

@@ -9,6 +9,7 @@ use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::io::{read_vec, Source};
 use std::sync::Arc;
 
+/// Open the packed super-chunk in `src`: its chunks as an `Index`.
 pub fn open(src: Arc<dyn Source>) -> Result<Index> {
     let s = src.as_ref();
     let h = packed::parse_header(&read_vec(s, 0, HEADER_LEN as u64)?)?;

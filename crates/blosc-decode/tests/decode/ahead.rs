@@ -16,7 +16,7 @@ fn ahead_of(
     setting: DecodeAhead,
     span: u64,
 ) -> (Env, Arc<blosc_decode::Container>, Vec<u8>) {
-    let mut env = Env::with_workers(64 << 20, workers);
+    let mut env = pooled(64 << 20, workers);
     env.decode_ahead = setting;
     env.span = span;
     let c = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &env)
@@ -46,7 +46,7 @@ fn sequential_readers_with_decode_ahead_and_constant_eviction_read_exact_bytes()
     ];
     // Decode-ahead on (two workers, 64 KiB spans) and a cache smaller than
     // what it would queue.
-    let mut env = Env::with_workers(192 << 10, 2);
+    let mut env = pooled(192 << 10, 2);
     env.decode_ahead = DecodeAhead::Fixed(1 << 20);
     env.span = 64 << 10;
     let files = open_all(&names, &env);
@@ -230,7 +230,7 @@ fn decode_ahead_does_not_hide_a_damaged_block() {
     let probe = open_path_with(&fixture("frame/blocks-lz4.b2frame"), &Env::default())
         .unwrap()
         .unwrap();
-    let mut env = Env::with_workers(16 << 20, 2);
+    let mut env = pooled(16 << 20, 2);
     env.decode_ahead = DecodeAhead::Fixed(4 << 20);
     env.span = 64 << 10;
     let c = Arc::new(open_path_with(&p, &env).unwrap().unwrap());

@@ -34,7 +34,7 @@ pub(crate) fn xorshift(seed: &mut u64) -> u64 {
 /// One fixture opened alone (a cache of 64 MiB, no decode-ahead), with its
 /// reference bytes.
 fn open_one(name: &str) -> (Env, blosc_decode::Container, Vec<u8>) {
-    let env = Env::with_workers(64 << 20, 0);
+    let env = Env::new(64 << 20);
     let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
     (env, c, reference_bytes(name))
 }
@@ -121,7 +121,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
         "frame/zstd-dict.b2frame",
     ];
     // A cache far smaller than the working set (64 KiB blocks).
-    let env = Env::per_cpu(256 << 10);
+    let env = per_cpu(256 << 10);
     let files = open_all(&names, &env);
     let threads: Vec<_> = (0..8u64)
         .map(|t| {
@@ -160,7 +160,7 @@ fn many_threads_with_constant_eviction_read_exact_bytes() {
 fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     let dir = tempfile::tempdir().unwrap();
     let p = damaged_copy(dir.path());
-    let env = Env::per_cpu(16 << 20);
+    let env = per_cpu(16 << 20);
     let c = open_path_with(&p, &env).unwrap().unwrap();
     let whole = reference_bytes("frame/blocks-lz4.b2frame");
     let mut buf = vec![0u8; c.len() as usize];
@@ -175,87 +175,6 @@ fn corrupt_stream_is_an_error_naming_file_chunk_and_block_and_the_rest_reads() {
     assert_eq!(b0, whole[..1 << 20]);
     c.read_at(2 << 20, &mut b0).unwrap();
     assert_eq!(b0, whole[2 << 20..3 << 20]);
-}
-
-/// Does this kernel answer `cachestat(2)` (Linux 6.5+) for `f`, and does
-/// the file system take `O_DIRECT`? Only then can `source_io=auto` bypass
-/// the page cache.
-fn can_bypass_page_cache(p: &std::path::Path) -> bool {
-    use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
-    let Ok(f) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(p)
-    else {
-        return false;
-    };
-    let range = [0u64, 4096];
-    let mut st = [0u64; 5];
-    // SAFETY: a range and a result of the kernel's layout (two and five u64).
-    unsafe { libc::syscall(451, f.as_raw_fd(), range.as_ptr(), st.as_mut_ptr(), 0u32) == 0 }
-}
-
-/// `source_io=auto`: a random read of a block not in the page cache
-/// bypasses it (`O_DIRECT`); the next block, read sequentially, and a block
-/// already in the page cache are read through it. Bytes are exact each way.
-/// The file is a Blosc1 memcpyed chunk of 32 MiB (256 KiB blocks), so every
-/// block read is 256 KiB from the source.
-#[test]
-fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
-    use std::io::Write;
-    use std::os::unix::io::AsRawFd;
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("memcpyed.blosc1");
-    let n = 32usize << 20;
-    let bs = 256u32 << 10;
-    let mut seed = 7u64;
-    let data: Vec<u8> = (0..n).map(|_| xorshift(&mut seed) as u8).collect();
-    let mut chunk = vec![2u8, 1, 0x02, 1];
-    chunk.extend_from_slice(&(n as u32).to_le_bytes());
-    chunk.extend_from_slice(&bs.to_le_bytes());
-    chunk.extend_from_slice(&(n as u32 + 16).to_le_bytes());
-    chunk.extend_from_slice(&data);
-    std::fs::File::create(&p)
-        .unwrap()
-        .write_all(&chunk)
-        .unwrap();
-    if !can_bypass_page_cache(&p) {
-        eprintln!("skipped: no cachestat(2) or no O_DIRECT here");
-        return;
-    }
-    let env = Env::with_workers(64 << 20, 0);
-    let c = open_path_with(&p, &env).unwrap().unwrap();
-    let f = std::fs::File::open(&p).unwrap();
-    let direct = || env.stats.source_direct_reads.load(Ordering::Relaxed);
-    // Written just now: in the page cache. Push it out (clean pages go).
-    f.sync_all().unwrap();
-    // SAFETY: plain advice on an open descriptor.
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    let mut buf = vec![0u8; 4096];
-    let at = 20 << 20;
-    assert_eq!(c.read_at(at + 5, &mut buf).unwrap(), 4096);
-    assert_eq!(buf, data[at as usize + 5..at as usize + 5 + 4096]);
-    assert_eq!(
-        direct(),
-        1,
-        "a cold random block read bypasses the page cache"
-    );
-    // The next block: a sequential read, through the page cache.
-    let next = at + bs as u64;
-    assert_eq!(c.read_at(next, &mut buf).unwrap(), 4096);
-    assert_eq!(buf, data[next as usize..next as usize + 4096]);
-    assert_eq!(direct(), 1, "a sequential block read keeps the page cache");
-    // A far block that is in the page cache: read through it.
-    let far = 2u64 << 20;
-    std::fs::read(&p).unwrap();
-    assert_eq!(c.read_at(far, &mut buf).unwrap(), 4096);
-    assert_eq!(buf, data[far as usize..far as usize + 4096]);
-    assert_eq!(
-        direct(),
-        1,
-        "a block already in the page cache is read from it"
-    );
 }
 
 /// Is the page holding byte `at` of `f` in the page cache?
@@ -352,7 +271,7 @@ fn first_random_read_hints_chunk_headers() {
     let mut buf = vec![0u8; 4096];
     for (workers, sequential) in [(2, true), (0, false), (2, false)] {
         let src = Arc::new(Hinted(MemSource::new(data.clone()), Default::default()));
-        let env = Env::with_workers(1 << 20, workers);
+        let env = pooled(1 << 20, workers);
         let c = blosc_decode::open_source(src.clone(), std::path::Path::new(name), &env)
             .unwrap()
             .unwrap();
@@ -408,7 +327,7 @@ fn first_random_read_hints_chunk_headers() {
 /// ZSTD, clevel: 1, typesize: 8, blocksize: 16 MiB})`).
 #[test]
 fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
-    let env = Env::with_workers(64 << 20, 0);
+    let env = Env::new(64 << 20);
     let path = common::root().join("tests/data/blocks-16m.b2frame");
     let c = open_path_with(&path, &env).unwrap().unwrap();
     assert_eq!(c.len(), 64 << 20);
@@ -429,7 +348,7 @@ fn blocks_of_16_mib_are_decoded_once_with_a_64_mib_cache() {
 /// 1000 of them, the first zeros).
 #[test]
 fn zero_chunks_are_holes_and_other_chunks_data() {
-    let env = Env::with_workers(1 << 20, 0);
+    let env = Env::new(1 << 20);
     let name = "regress/frame-alternating-specials-1000.b2frame";
     let c = open_path_with(&fixture(name), &env).unwrap().unwrap();
     let k = 65_536u64;

@@ -20,7 +20,7 @@ const FILES: &[&str] = &[
 ];
 
 fn try_read(path: &std::path::Path) -> Result<usize, String> {
-    let env = blosc_decode::Env::per_cpu(4 << 20);
+    let env = per_cpu(4 << 20);
     match blosc_decode::open_path_with(path, &env) {
         Ok(None) => Ok(0),
         Err(e) => Err(e.to_string()),

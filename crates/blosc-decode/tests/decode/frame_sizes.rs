@@ -65,7 +65,7 @@ fn open(f: &Frame, env: &Env) -> Container {
 }
 
 fn env() -> Env {
-    Env::with_workers(16 << 20, 0)
+    Env::new(16 << 20)
 }
 
 fn read(c: &Container, at: u64, len: u64) -> blosc_decode::Result<Vec<u8>> {
@@ -169,7 +169,7 @@ fn a_far_first_read_is_exact() {
 fn decode_ahead_follows_the_real_chunk_starts() {
     for f in frames().iter().filter(|f| f.ok) {
         let want = whole(f);
-        let mut env = Env::with_workers(16 << 20, 2);
+        let mut env = pooled(16 << 20, 2);
         env.decode_ahead = blosc_decode::DecodeAhead::Fixed(64 << 10);
         env.span = 16 << 10;
         let c = std::sync::Arc::new(open(f, &env));

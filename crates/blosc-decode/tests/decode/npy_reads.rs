@@ -5,6 +5,7 @@
 //! see `gen.py` there); element `i` of each holds `float32(i)`.
 
 use crate::common;
+use crate::common::pooled;
 use blosc_decode::deferred::PENDING_MAX;
 use blosc_decode::{open_path_with, Container, Deferred, Env};
 use sha2::{Digest, Sha256};
@@ -75,7 +76,7 @@ impl Array {
     }
 
     fn open(&self, cache: u64, workers: usize) -> (Env, Container) {
-        let env = Env::with_workers(cache, workers);
+        let env = pooled(cache, workers);
         let c = open_path_with(&self.path, &env).unwrap().unwrap();
         (env, c)
     }
@@ -199,7 +200,7 @@ fn a_cache_smaller_than_a_chunk_row_costs_a_decode_per_block_and_request() {
 #[test]
 fn random_reads_from_threads_are_exact() {
     let arrays: Vec<_> = NAMES.iter().map(|n| array(n)).collect();
-    let env = Env::with_workers(96 << 10, 2);
+    let env = pooled(96 << 10, 2);
     let files: Arc<Vec<(Container, Vec<u8>)>> = Arc::new(
         arrays
             .iter()

@@ -267,16 +267,8 @@ fn reference_fixtures_decode_byte_exact() {
     matrix(Access::Auto);
 }
 
-/// The same with every block read bypassing the page cache (`O_DIRECT`,
-/// where the file system allows it): aligned reads, spans at any offset,
-/// short reads at the end of the file.
-#[test]
-fn reference_fixtures_decode_byte_exact_direct_io() {
-    matrix(Access::Direct);
-}
-
 fn matrix(io: Access) {
-    let mut env = Env::per_cpu(64 << 20);
+    let mut env = crate::common::per_cpu(64 << 20);
     env.source_io = io;
     let mut failures = Vec::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();

@@ -43,7 +43,7 @@ fn sizes(v: &serde_json::Value) -> Vec<u32> {
 
 /// No decode-ahead, so the decode counter counts what reads asked for.
 fn open(name: &str) -> (Env, blosc_decode::Container) {
-    let env = Env::with_workers(64 << 20, 0);
+    let env = Env::new(64 << 20);
     let c = open_path_with(&path(name), &env).unwrap().unwrap();
     (env, c)
 }
@@ -241,7 +241,7 @@ fn corrupted(name: &str, edit: impl FnOnce(&mut Vec<u8>)) -> blosc_decode::error
         ChunkLayout::parse(&data).is_err() || decompress_chunk(&data).is_err(),
         "decompress_chunk accepted it"
     );
-    let env = Env::with_workers(1 << 20, 0);
+    let env = Env::new(1 << 20);
     let src = Arc::new(MemSource::new(data));
     match blosc_decode::open_source(src, Path::new("bad.b2"), &env) {
         Err(e) => e,
@@ -360,7 +360,7 @@ fn a_bad_chunk_in_a_frame_is_named() {
     let at = offset + le32(&data, offset + bstart_at(1)) as usize;
     let v = le32(&data, at);
     put32(&mut data, at, v + 1);
-    let env = Env::with_workers(1 << 20, 0);
+    let env = Env::new(1 << 20);
     let c = blosc_decode::open_source(
         Arc::new(MemSource::new(data)),
         Path::new("bad.b2frame"),
@@ -439,7 +439,7 @@ fn random_damage_never_panics() {
                 let _ = decompress_chunk(&d);
             }
         }
-        let env = Env::with_workers(1 << 20, 0);
+        let env = Env::new(1 << 20);
         let src = Arc::new(MemSource::new(d));
         if let Ok(Some(c)) = blosc_decode::open_source(src, Path::new("x"), &env) {
             let mut buf = vec![0u8; c.len().min(1 << 20) as usize];

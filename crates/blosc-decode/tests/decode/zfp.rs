@@ -65,7 +65,7 @@ fn every_zfp_array_reads_as_its_writer_reads_it() {
     let (mut seen, mut refused) = (0, 0);
     for release in RELEASES {
         for f in fixtures(release) {
-            let env = Env::with_workers(16 << 20, 0);
+            let env = Env::new(16 << 20);
             let c = open_path_with(&f.path, &env).unwrap().unwrap();
             assert_eq!(c.info().codec, f.codec, "{}", f.path.display());
             let Some(sha256) = &f.sha256 else {
@@ -111,12 +111,12 @@ fn a_small_read_of_a_zfp_array_decodes_one_block() {
         .into_iter()
         .find(|f| f.path.ends_with("rate-f8-blocks.b2nd"))
         .unwrap();
-    let env = Env::with_workers(16 << 20, 0);
+    let env = Env::new(16 << 20);
     let c = open_path_with(&f.path, &env).unwrap().unwrap();
     let whole = read_all(&c).unwrap();
     let start = npy_data_start(&whole) as u64;
 
-    let env = Env::with_workers(16 << 20, 0);
+    let env = Env::new(16 << 20);
     let c = open_path_with(&f.path, &env).unwrap().unwrap();
     // Row 37, columns 16..24: one row of block (4, 2).
     let off = start + (37 * 64 + 16) * 8;
@@ -135,7 +135,7 @@ fn damaged_zfp_streams_give_errors_not_panics() {
     for f in fixtures("4.14.1") {
         let bytes = std::fs::read(&f.path).unwrap();
         assert!(f.sha256.is_some());
-        let env = Env::with_workers(1 << 20, 0);
+        let env = Env::new(1 << 20);
         let good = open_path_with(&f.path, &env).unwrap().unwrap();
         let len = good.len();
         let mut damaged = Vec::new();
@@ -184,7 +184,7 @@ fn a_zfp_chunk_without_its_array_is_refused_with_a_reason() {
         .into_iter()
         .find(|f| f.path.ends_with("prec-f4-2d.b2nd"))
         .unwrap();
-    let env = Env::with_workers(1 << 20, 0);
+    let env = Env::new(1 << 20);
     let c = open_path_with(&f.path, &env).unwrap().unwrap();
     let blosc_decode::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
         panic!("chunk 0 is stored");
@@ -211,7 +211,7 @@ fn a_zfp_block_decodes_alike_into_unaligned_buffers() {
             .into_iter()
             .find(|f| f.path.ends_with(name))
             .unwrap();
-        let env = Env::with_workers(1 << 20, 0);
+        let env = Env::new(1 << 20);
         let c = open_path_with(&f.path, &env).unwrap().unwrap();
         let blosc_decode::index::ChunkLoc::Stored { offset, .. } = c.chunks()[0].loc else {
             panic!("chunk 0 is stored");

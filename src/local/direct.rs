@@ -1,22 +1,53 @@
-//! The `O_DIRECT` side of [`FileSource`]: a cold random block read may
-//! bypass the page cache, when the kernel says the range is mostly not in it.
+//! [`DirectFile`]: a local file whose cold random block reads bypass the
+//! page cache (`O_DIRECT`), when the container's [`Access`] allows it
+//! (`-o source_io=`) and, for `auto`, when the kernel says the range is
+//! mostly not in the page cache. The kernel then neither fills page-cache
+//! pages nor copies out of them, and the read costs about the disk's time
+//! alone. Everything else reads through the decoder's [`FileSource`].
 
-use super::file::FileSource;
-use super::Access;
+use blosc_decode::io::{page_size, Access, FileSource, Source, Stamp};
+use blosc_decode::Result;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 /// Alignment of `O_DIRECT` offsets, lengths and buffers (the largest
 /// logical block size in common use; smaller ones divide it).
 const DIO_ALIGN: u64 = 4096;
 
-impl FileSource {
+/// A local file read as [`FileSource`] reads it, except for block reads
+/// that may bypass the page cache.
+pub struct DirectFile {
+    file: FileSource,
+    /// The same file opened with `O_DIRECT`, on first need (`None`: the
+    /// file system refuses it).
+    direct: OnceLock<Option<File>>,
+    /// Cleared when a direct read is refused (`EINVAL`): buffered from then on.
+    direct_ok: AtomicBool,
+}
+
+impl DirectFile {
+    /// `file`, with block reads that may bypass the page cache.
+    pub fn new(file: FileSource) -> Self {
+        DirectFile {
+            file,
+            direct: OnceLock::new(),
+            direct_ok: AtomicBool::new(true),
+        }
+    }
+
+    /// The version of the file that was opened.
+    pub fn stamp(&self) -> Stamp {
+        self.file.stamp()
+    }
+
     /// Read `len` bytes at `offset` bypassing the page cache into an aligned
     /// part of `scratch`, if `access` and the file system allow: where they
     /// landed. `None`: read them buffered.
-    pub(super) fn try_direct(
+    fn try_direct(
         &self,
         offset: u64,
         len: usize,
@@ -26,7 +57,7 @@ impl FileSource {
         let direct = self.direct_ok.load(Ordering::Relaxed)
             && match access {
                 Access::Buffered => false,
-                Access::Auto => mostly_uncached(&self.file, offset, len as u64) == Some(true),
+                Access::Auto => mostly_uncached(self.file.file(), offset, len as u64) == Some(true),
                 Access::Direct => true,
             };
         direct.then(|| self.read_direct(offset, len, scratch))?
@@ -37,14 +68,15 @@ impl FileSource {
     fn direct_file(&self) -> Option<&File> {
         self.direct
             .get_or_init(|| {
-                let proc = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+                let file = self.file.file();
+                let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
                 let f = std::fs::OpenOptions::new()
                     .read(true)
                     .custom_flags(libc::O_DIRECT)
                     .open(proc)
                     .ok()?;
                 use std::os::unix::fs::MetadataExt;
-                let (a, b) = (f.metadata().ok()?, self.file.metadata().ok()?);
+                let (a, b) = (f.metadata().ok()?, file.metadata().ok()?);
                 (a.dev() == b.dev() && a.ino() == b.ino()).then_some(f)
             })
             .as_ref()
@@ -84,7 +116,7 @@ impl FileSource {
                         self.direct_ok.store(false, Ordering::Relaxed);
                         log::debug!(
                             "{}: O_DIRECT refused, reading through the page cache",
-                            self.path.display()
+                            self.path().unwrap_or(Path::new("")).display()
                         );
                     }
                     return None;
@@ -92,6 +124,44 @@ impl FileSource {
             }
         }
         Some(pad + head..pad + want)
+    }
+}
+
+impl Source for DirectFile {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_exact_at(offset, buf)
+    }
+    fn path(&self) -> Option<&Path> {
+        self.file.path()
+    }
+    fn gone(&self) -> bool {
+        self.file.gone()
+    }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.file.will_need(offset, len)
+    }
+    fn read_span<'a>(
+        &self,
+        offset: u64,
+        len: usize,
+        access: Access,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<(&'a [u8], bool)> {
+        // A range past the end is refused by the buffered read, before
+        // `scratch` grows.
+        let inside = offset
+            .checked_add(len as u64)
+            .is_some_and(|end| end <= self.len());
+        if inside {
+            if let Some(r) = self.try_direct(offset, len, access, scratch) {
+                self.file.check_unchanged()?;
+                return Ok((&scratch[r], true));
+            }
+        }
+        self.file.read_span(offset, len, Access::Buffered, scratch)
     }
 }
 
@@ -130,12 +200,16 @@ fn mostly_uncached(file: &File, offset: u64, len: u64) -> Option<bool> {
         )
     };
     if r != 0 {
-        if super::last_errno() == libc::ENOSYS {
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
             NO_CACHESTAT.store(true, Ordering::Relaxed);
         }
         return None;
     }
-    let page = super::page_size();
+    let page = page_size();
     let pages = (offset + len).div_ceil(page) - offset / page;
     Some(st.nr_cache * 2 < pages)
 }
+
+#[cfg(test)]
+#[path = "direct_tests.rs"]
+mod tests;
