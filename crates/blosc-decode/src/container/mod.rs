@@ -39,6 +39,13 @@ pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A number no container (nor other caller) of the process has: the first
+/// part of the keys under which a reader that is not a container (a Zarr
+/// array's whole decoded chunks) keeps its data in the shared cache.
+pub fn new_cache_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// An opened container: any byte range of its presented content, read with
 /// [`Container::read_at`], decodes only the blocks the range touches.
 ///
@@ -95,7 +102,7 @@ impl Container {
         let n = index.chunks.len();
         let block_shape = table::array_block_shape(&index.info);
         Ok(Container {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: new_cache_id(),
             path: path.to_path_buf(),
             sizes: index.sizes_assumed.then(Sizes::new),
             index,
