@@ -170,7 +170,7 @@ impl ZarrArray {
         let found = match self.encoded(&key) {
             Ok(Some(src)) => self
                 .chunks
-                .load(&self.meta, src, &key)
+                .load(&self.meta, id, src, &key)
                 .map_err(|e| in_key(e, &key))?,
             Ok(None) => Chunk::Missing,
             Err(e) => return Err(in_key(e, &key)),

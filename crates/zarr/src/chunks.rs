@@ -3,10 +3,13 @@
 //! A chunk whose pipeline is Blosc alone ([`by_block`]) is opened as a
 //! blosc-decode [`Container`] over its encoded bytes: a read decodes only
 //! the Blosc blocks it touches, and they are kept in the shared cache of
-//! the array's [`Env`] under the container's id. Any other chunk is
-//! decoded whole ([`decode_chunk`]) and kept in the same cache under the
-//! array's own id. The opened containers and the chunks the store does not
-//! hold are remembered per array, at most [`MAX_REMEMBERED`] of them.
+//! the array's [`Env`] under `(array id, chunk number, block)`, so that a
+//! container opened again finds them. Any other chunk is decoded whole
+//! ([`decode_chunk`]) and kept in the same cache under `(array id, chunk
+//! number, 0)`. Per array, the last [`MAX_OPEN`] opened containers (each
+//! holds its file open) and [`MAX_MISSING`] chunks the store does not hold
+//! are remembered; the array's cache entries are forgotten when it is
+//! dropped.
 
 use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
@@ -23,9 +26,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Opened chunk containers and chunks known to be unwritten, remembered
-/// per array at most (a container holds its chunk's block offsets).
-pub const MAX_REMEMBERED: usize = 256;
+/// Opened chunk containers remembered per array, at most (each holds
+/// its chunk's file, or object, and its block offsets).
+pub const MAX_OPEN: usize = 32;
+
+/// Chunks known to be unwritten remembered per array, at most.
+pub const MAX_MISSING: usize = 1024;
 
 /// One chunk's values, as a read finds them.
 #[derive(Clone)]
@@ -62,6 +68,17 @@ impl Chunk {
     }
 }
 
+impl Drop for Chunks {
+    /// The array's chunks and blocks leave the shared cache with it.
+    fn drop(&mut self) {
+        self.env.cache.forget_container(self.id);
+    }
+}
+
+fn nonzero(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
+}
+
 /// Is the output of a chunk's Blosc its values as presented, in C order,
 /// so that a read may decode only the Blosc blocks it touches? Blosc is
 /// the pipeline's only bytes codec (no checksum over the whole encoded
@@ -80,7 +97,8 @@ pub(crate) struct Chunks {
     /// The first part of the cache keys of whole decoded chunks.
     id: u64,
     by_block: bool,
-    remembered: Mutex<LruCache<u64, Chunk>>,
+    open: Mutex<LruCache<u64, Arc<Container>>>,
+    missing: Mutex<LruCache<u64, ()>>,
     /// Chunks decoded whole so far.
     decodes: AtomicU64,
 }
@@ -91,9 +109,8 @@ impl Chunks {
             env,
             id: new_cache_id(),
             by_block: by_block(meta),
-            remembered: Mutex::new(LruCache::new(
-                NonZeroUsize::new(MAX_REMEMBERED).unwrap_or(NonZeroUsize::MIN),
-            )),
+            open: Mutex::new(LruCache::new(nonzero(MAX_OPEN))),
+            missing: Mutex::new(LruCache::new(nonzero(MAX_MISSING))),
             decodes: AtomicU64::new(0),
         }
     }
@@ -116,11 +133,11 @@ impl Chunks {
 
     /// The chunk numbered `id` (its linear grid position), if it is known.
     pub(crate) fn known(&self, id: u64) -> Option<Chunk> {
-        if let Some(c) = self.remembered.lock().get(&id) {
-            return Some(c.clone());
+        if self.missing.lock().get(&id).is_some() {
+            return Some(Chunk::Missing);
         }
         if self.by_block {
-            return None;
+            return self.open.lock().get(&id).cloned().map(Chunk::Blocks);
         }
         let stats = &self.env.stats;
         match self.env.cache.get(&self.key(id)) {
@@ -139,16 +156,25 @@ impl Chunks {
     pub(crate) fn keep(&self, id: u64, c: &Chunk) {
         match c {
             Chunk::Whole(b) => self.env.cache.insert(self.key(id), b.clone()),
-            _ => {
-                self.remembered.lock().put(id, c.clone());
+            Chunk::Blocks(c) => {
+                self.open.lock().put(id, c.clone());
+            }
+            Chunk::Missing => {
+                self.missing.lock().put(id, ());
             }
         }
     }
 
     /// The chunk whose encoded bytes `src` holds (stored at `key`).
-    pub(crate) fn load(&self, meta: &ArrayMeta, src: Arc<dyn Source>, key: &str) -> Result<Chunk> {
+    pub(crate) fn load(
+        &self,
+        meta: &ArrayMeta,
+        id: u64,
+        src: Arc<dyn Source>,
+        key: &str,
+    ) -> Result<Chunk> {
         if self.by_block {
-            return self.blocks(meta, src, key);
+            return self.blocks(meta, id, src, key);
         }
         let stored = meta.stored_bytes();
         let max = stored.saturating_mul(2).saturating_add(1 << 16);
@@ -159,13 +185,14 @@ impl Chunks {
         Ok(Chunk::Whole(Arc::new(BlockBuf::from(v))))
     }
 
-    /// A Blosc chunk opened for reads by block: its header and block
-    /// offsets read, its declared size checked against the chunk shape.
-    fn blocks(&self, meta: &ArrayMeta, src: Arc<dyn Source>, key: &str) -> Result<Chunk> {
+    /// Chunk `id`, a Blosc chunk, opened for reads by block: its header
+    /// and block offsets read, its declared size checked against the chunk
+    /// shape, its blocks keyed by the array's id and `id`.
+    fn blocks(&self, meta: &ArrayMeta, id: u64, src: Arc<dyn Source>, key: &str) -> Result<Chunk> {
         let path = src
             .path()
             .map_or_else(|| Path::new(key).to_path_buf(), Path::to_path_buf);
-        let c = Container::new(&path, open_chunk(src)?, self.env.clone())?;
+        let c = Container::new(&path, open_chunk(src)?, self.env.clone())?.keyed_as(self.id, id);
         let want = meta.chunk_bytes();
         if c.raw_len() != want {
             return Err(Error::corrupt(format!(

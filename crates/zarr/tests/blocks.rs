@@ -74,7 +74,39 @@ fn a_sequential_read_decodes_each_block_once() {
         // Two stored chunks of 32 blocks.
         assert_eq!(blocks_decoded(&env), 64, "{w}");
         assert!(env.cache.bytes() >= 64 * BLOCK, "{w}: blocks in the cache");
+        // The array's blocks leave the cache with it.
+        drop(a);
+        assert_eq!(env.cache.bytes(), 0, "{w}");
     }
+}
+
+/// A chunk's container keyed by an id and a chunk number keeps its blocks
+/// in the cache past its own life: one opened again over the same chunk
+/// and keyed alike finds them; one keyed otherwise does not.
+#[test]
+fn a_keyed_chunk_container_finds_the_blocks_of_its_predecessor() {
+    use blosc_decode::container::{new_cache_id, Container};
+    let p = writer("z2-2.18.7").join("stores/blocks.zarr/0.0");
+    let env = Env::new(64 << 20);
+    let id = new_cache_id();
+    let read = |chunk: u64| {
+        let src = Arc::new(blosc_decode::io::FileSource::open(&p).unwrap());
+        let index = blosc_decode::open::open_chunk(src).unwrap();
+        let c = Container::new(&p, index, env.clone()).unwrap();
+        let c = c.keyed_as(id, chunk);
+        // Parts of blocks 1 and 2 (whole blocks would be decoded into
+        // the reader's buffer, not cached).
+        let mut buf = vec![0u8; BLOCK as usize];
+        c.read_at(BLOCK + BLOCK / 2, &mut buf).unwrap();
+    };
+    read(7);
+    assert_eq!(blocks_decoded(&env), 2);
+    read(7);
+    assert_eq!(blocks_decoded(&env), 2, "blocks found again");
+    read(8);
+    assert_eq!(blocks_decoded(&env), 4, "another chunk number");
+    env.cache.forget_container(id);
+    assert_eq!(env.cache.bytes(), 0);
 }
 
 /// Chunks of other pipelines are decoded whole into the shared cache: a
@@ -106,6 +138,8 @@ fn whole_chunks_go_through_the_shared_cache() {
     let whole = open(&dir, &Env::new(4096));
     check(&whole, &want, 0, want.len());
     assert_eq!(whole.decodes(), 3);
+    drop((a, b));
+    assert_eq!(env.cache.bytes(), 0, "dropped arrays leave the cache");
 }
 
 /// A corrupt Blosc block of a chunk: the reads that touch it fail (EIO,

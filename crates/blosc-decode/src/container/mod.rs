@@ -91,6 +91,11 @@ pub struct Container {
     /// What it holds, if it is a cache holding only some of its chunks
     /// (`fetched.rs`).
     cache: Option<Cache>,
+    /// Added to a chunk's number in its blocks' cache keys
+    /// ([`Container::keyed_as`]).
+    key_chunk: u64,
+    /// Is `id` its own (its blocks forgotten when it is dropped)?
+    owns_id: bool,
 }
 
 impl Container {
@@ -116,6 +121,8 @@ impl Container {
             hinted: AtomicBool::new(false),
             block_shape,
             cache: None,
+            key_chunk: 0,
+            owns_id: true,
         })
     }
 
@@ -188,6 +195,19 @@ impl Container {
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// Keep its blocks in the shared cache under `(id, chunk + c, block)`
+    /// (`c` its own chunk number) instead of under an id of its own: they
+    /// outlive it, and a container opened again over the same bytes and
+    /// keyed alike finds them (a Zarr array's chunks, each a container).
+    /// The caller owns `id` (from [`new_cache_id`]) and forgets it from
+    /// the cache when done; dropping the container forgets nothing.
+    pub fn keyed_as(mut self, id: u64, chunk: u64) -> Container {
+        self.id = id;
+        self.key_chunk = chunk;
+        self.owns_id = false;
+        self
+    }
+
     /// What it shares with other containers.
     pub fn env(&self) -> &Env {
         &self.env
@@ -252,6 +272,8 @@ impl Container {
 
 impl Drop for Container {
     fn drop(&mut self) {
-        self.env.cache.forget_container(self.id);
+        if self.owns_id {
+            self.env.cache.forget_container(self.id);
+        }
     }
 }
