@@ -148,9 +148,8 @@ fn whole_chunks_go_through_the_shared_cache() {
 fn a_corrupt_block_fails_only_the_reads_that_touch_it() {
     for (w, key) in [("z2-2.18.7", "0.0"), ("z3-3.1.6", "c/0/0")] {
         let tmp = tempfile::tempdir().unwrap();
-        let from = writer(w).join("stores/blocks.zarr");
         let dir = tmp.path().join("a");
-        copy_dir(&from, &dir);
+        copy_blocks(w, &dir);
         // Block 5's stream says it is longer than the chunk.
         let p = dir.join(key);
         let mut b = std::fs::read(&p).unwrap();
@@ -176,15 +175,14 @@ fn a_corrupt_block_fails_only_the_reads_that_touch_it() {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let t = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &t);
-        } else {
-            std::fs::copy(&p, &t).unwrap();
+/// A copy of `blocks.zarr` of writer `w` in `to`: its metadata file and
+/// its two stored chunks.
+fn copy_blocks(w: &str, to: &Path) {
+    let from = writer(w).join("stores/blocks.zarr");
+    for f in [".zarray", "0.0", "1.0", "zarr.json", "c/0/0", "c/1/0"] {
+        if from.join(f).is_file() {
+            std::fs::create_dir_all(to.join(f).parent().unwrap()).unwrap();
+            std::fs::copy(from.join(f), to.join(f)).unwrap();
         }
     }
 }
