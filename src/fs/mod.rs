@@ -228,7 +228,7 @@ impl Fs {
     pub fn with_tree(tree: Arc<dyn SourceTree>, opts: &FsOptions) -> std::io::Result<Fs> {
         let env = opts.env();
         let tree: Arc<dyn SourceTree> = Arc::new(stores::StoreTree::new(tree, env.clone()));
-        let tree: Arc<dyn SourceTree> = Arc::new(zarr::ZarrTree::new(tree));
+        let tree: Arc<dyn SourceTree> = Arc::new(zarr::ZarrTree::new(tree, env.clone()));
         let root = tree.root().to_path_buf();
         let root_dev = tree.stat_follow(&root)?.dev;
         Ok(Fs {

@@ -4,6 +4,7 @@
 //! reads random windows as zarr-python read the array, and zarr-python
 //! reads the stores through the mount (`tests/zarr_check.py`).
 
+use crate::ahead::stat;
 use crate::common::*;
 use crate::mount::Mount;
 use std::path::Path;
@@ -60,4 +61,43 @@ fn zarr_stores_and_their_npy_files_through_the_mount() {
         String::from_utf8_lossy(&o.stderr)
     );
     m.unmount_without_panic(&log);
+}
+
+/// A 4 KiB read of the `.npy` of an array of 128 KiB Blosc chunks in
+/// blocks of 4 KiB (`blocks.zarr`) decodes the two blocks it straddles,
+/// counted by `user.bloscfs.stats`; reading on through the same handle
+/// decodes each of the 64 stored blocks once in all.
+#[test]
+fn a_4k_read_of_a_zarr_npy_decodes_only_its_blocks() {
+    if !fuse_available() {
+        return;
+    }
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    for w in ["z2-2.18.7", "z3-3.1.6"] {
+        let m = Mount::prepare();
+        let rel = format!("zarr/{w}/stores/blocks.zarr");
+        copy(&fixture(&rel), &m.src().join("blocks.zarr"));
+        let want = std::fs::read(fixture(&format!("zarr/{w}/expected/blocks.zarr.npy"))).unwrap();
+        let (mut m, log) = m.mount_logged(&["-o", "xattr"]);
+        let mp = m.mp();
+        let f = std::fs::File::open(mp.join("blocks.npy")).unwrap();
+        // SAFETY: a valid descriptor; advice only (no read-ahead: the
+        // daemon is asked for the 4 KiB read alone).
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        let before = stat(&mp, "blocks_decoded");
+        // Past the 128-byte header: bytes 8064..12160 of chunk 1, its
+        // blocks 1 and 2.
+        let off = (128 << 10) + 8192;
+        let mut buf = vec![0u8; 4096];
+        f.read_exact_at(&mut buf, off as u64).unwrap();
+        assert!(buf == want[off..off + 4096], "{w}");
+        assert_eq!(stat(&mp, "blocks_decoded") - before, 2, "{w}");
+        let mut all = vec![0u8; want.len()];
+        f.read_exact_at(&mut all, 0).unwrap();
+        assert!(all == want, "{w}: the whole .npy");
+        assert_eq!(stat(&mp, "blocks_decoded") - before, 64, "{w}");
+        drop(f);
+        m.unmount_without_panic(&log);
+    }
 }

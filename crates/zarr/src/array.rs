@@ -1,44 +1,40 @@
 //! [`ZarrArray`]: an array's values in C order (optionally behind a
 //! `.npy` header) read by byte range. A read fetches and decodes only the
-//! chunks it touches, keeps the last decoded chunks (at most
-//! [`CACHE_BYTES`]), gives unwritten chunks the fill value and cuts edge
-//! chunks to the array's shape.
+//! chunks it touches (of a Blosc chunk, only the blocks it touches: see
+//! [`crate::chunks`]), through the byte-bounded cache of the [`Env`] it is
+//! given, gives unwritten chunks the fill value and cuts edge chunks to
+//! the array's shape.
 
-use crate::codec::decode_chunk;
+use crate::chunks::{Chunk, Chunks};
 use crate::grid::{chunk_key, grid_shape, linear};
 use crate::meta::{ArrayMeta, MAX_META_BYTES};
-use crate::store::{read_bounded, ChunkStore};
+use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
+use blosc_decode::container::Env;
 use blosc_decode::io::Source;
-use lru::LruCache;
-use parking_lot::Mutex;
-use std::num::NonZeroUsize;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Decoded chunks kept per array, in bytes (at least one chunk is kept).
+/// The cache budget of an array opened without an [`Env`] of its own
+/// (bytes of decoded chunks and blocks).
 pub const CACHE_BYTES: u64 = 64 << 20;
-
-/// Decoded chunks kept per array, at most (the cache's map is sized by
-/// it when made).
-const MAX_CACHED: u64 = 1024;
-
-/// A decoded chunk, or `None` for one the store does not hold.
-type Decoded = Option<Arc<Vec<u8>>>;
 
 pub struct ZarrArray {
     meta: ArrayMeta,
     store: Arc<dyn ChunkStore>,
     grid: Vec<u64>,
     header: Vec<u8>,
-    cache: Mutex<LruCache<u64, Decoded>>,
-    decodes: AtomicU64,
+    chunks: Chunks,
 }
 
 impl ZarrArray {
     /// The array whose directory `store` is: its `.zarray`, else its
-    /// `zarr.json`.
+    /// `zarr.json`; a cache of [`CACHE_BYTES`] of its own.
     pub fn open(store: Arc<dyn ChunkStore>) -> Result<ZarrArray> {
+        ZarrArray::open_with(store, Env::new(CACHE_BYTES))
+    }
+
+    /// [`ZarrArray::open`], reading through `env`'s cache and counters.
+    pub fn open_with(store: Arc<dyn ChunkStore>, env: Env) -> Result<ZarrArray> {
         let (text, v2) = match store.get(ZARRAY, MAX_META_BYTES)? {
             Some(t) => (t, true),
             None => match store.get(ZARR_JSON, MAX_META_BYTES)? {
@@ -46,22 +42,40 @@ impl ZarrArray {
                 None => return Err(Error::corrupt("neither .zarray nor zarr.json")),
             },
         };
-        Ok(ZarrArray::new(ArrayMeta::parse(&text, v2)?, store))
+        Ok(ZarrArray::with_env(
+            ArrayMeta::parse(&text, v2)?,
+            store,
+            env,
+        ))
     }
 
+    /// The array `meta` describes, its chunks in `store`; a cache of
+    /// [`CACHE_BYTES`] of its own.
     pub fn new(meta: ArrayMeta, store: Arc<dyn ChunkStore>) -> ZarrArray {
+        ZarrArray::with_env(meta, store, Env::new(CACHE_BYTES))
+    }
+
+    /// [`ZarrArray::new`], reading through `env`'s cache (the daemon's
+    /// one budget) and counting in its counters.
+    pub fn with_env(meta: ArrayMeta, store: Arc<dyn ChunkStore>, env: Env) -> ZarrArray {
         let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
-        let keep = (CACHE_BYTES / meta.chunk_bytes().max(1)).clamp(1, MAX_CACHED);
         ZarrArray {
             grid: grid_shape(&meta),
             header,
-            cache: Mutex::new(LruCache::new(
-                NonZeroUsize::new(keep as usize).unwrap_or(NonZeroUsize::MIN),
-            )),
-            decodes: AtomicU64::new(0),
+            chunks: Chunks::new(&meta, env),
             meta,
             store,
         }
+    }
+
+    /// What it reads through: the cache and the counters.
+    pub fn env(&self) -> &Env {
+        self.chunks.env()
+    }
+
+    /// Are its chunks read by Blosc block ([`crate::chunks::by_block`])?
+    pub fn by_block(&self) -> bool {
+        self.chunks.by_block()
     }
 
     pub fn meta(&self) -> &ArrayMeta {
@@ -78,9 +92,10 @@ impl ZarrArray {
         self.header.len() as u64 + self.meta.data_bytes()
     }
 
-    /// Chunks decoded so far.
+    /// Chunks decoded whole so far (a chunk read by block counts its
+    /// blocks in the [`Env`]'s `blocks_decoded`).
     pub fn decodes(&self) -> u64 {
-        self.decodes.load(Ordering::Relaxed)
+        self.chunks.decodes()
     }
 
     /// Read the `.npy` file's bytes at `off` into `buf`; fewer at its end.
@@ -134,44 +149,34 @@ impl ZarrArray {
         };
         let len = ((e + run) * s).min(end) - b;
         let dst = &mut dst[..len as usize];
-        match self.chunk(&pos)? {
-            Some(c) => {
-                let at = (linear(&inner, &m.chunks) * s + r) as usize;
-                let src = c
-                    .get(at..at + len as usize)
-                    .ok_or_else(|| Error::corrupt("chunk shorter than its shape"))?;
-                dst.copy_from_slice(src);
-            }
-            None => {
-                for (i, x) in dst.iter_mut().enumerate() {
-                    *x = m.fill[((r + i as u64) % s) as usize];
-                }
+        let (chunk, key) = self.chunk(&pos)?;
+        let at = linear(&inner, &m.chunks) * s + r;
+        if !chunk.copy(at, dst).map_err(|e| in_key(e, &key))? {
+            for (i, x) in dst.iter_mut().enumerate() {
+                *x = m.fill[((r + i as u64) % s) as usize];
             }
         }
         Ok(len)
     }
 
-    /// The decoded chunk at grid position `pos` (cached).
-    fn chunk(&self, pos: &[u64]) -> Result<Decoded> {
+    /// The chunk at grid position `pos` (remembered or cached), with its
+    /// key.
+    fn chunk(&self, pos: &[u64]) -> Result<(Chunk, String)> {
         let id = linear(pos, &self.grid);
-        if let Some(c) = self.cache.lock().get(&id) {
-            return Ok(c.clone());
-        }
         let key = chunk_key(self.meta.keys, pos);
+        if let Some(c) = self.chunks.known(id) {
+            return Ok((c, key));
+        }
         let found = match self.encoded(&key) {
-            Ok(Some(src)) => {
-                let chunk = self.meta.stored_bytes();
-                let max = chunk.saturating_mul(2).saturating_add(1 << 16);
-                let raw = read_bounded(src.as_ref(), max, &key).map_err(|e| in_key(e, &key))?;
-                self.decodes.fetch_add(1, Ordering::Relaxed);
-                let v = decode_chunk(&self.meta, raw).map_err(|e| in_key(e, &key))?;
-                Some(Arc::new(v))
-            }
-            Ok(None) => None,
+            Ok(Some(src)) => self
+                .chunks
+                .load(&self.meta, id, src, &key)
+                .map_err(|e| in_key(e, &key))?,
+            Ok(None) => Chunk::Missing,
             Err(e) => return Err(in_key(e, &key)),
         };
-        self.cache.lock().put(id, found.clone());
-        Ok(found)
+        self.chunks.keep(id, &found);
+        Ok((found, key))
     }
 
     /// The encoded bytes of the chunk stored at `key`, for positional
@@ -201,13 +206,11 @@ mod tests {
     }
 
     #[test]
-    fn tiny_chunks_do_not_size_a_huge_cache() {
+    fn unwritten_chunks_read_as_the_fill_value() {
         let doc = br#"{"zarr_format": 2, "shape": [100], "chunks": [1],
           "dtype": "|u1", "order": "C", "fill_value": 3, "filters": null,
           "compressor": null}"#;
         let a = ZarrArray::new(ArrayMeta::parse(doc, true).unwrap(), Arc::new(Empty));
-        // The map behind the cache is made with room for every entry.
-        assert_eq!(a.cache.lock().cap().get() as u64, MAX_CACHED);
         let mut b = [0u8; 4];
         assert_eq!(a.read_values_at(98, &mut b).unwrap(), 2);
         assert_eq!(b[..2], [3, 3]);

@@ -13,10 +13,15 @@
 //! - [`grid`]: the regular chunk grid and chunk keys.
 //! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
 //!   decoding only the chunks it touches, through a [`ChunkStore`].
+//! - [`chunks`]: how one chunk is read and kept: a chunk whose pipeline is
+//!   Blosc alone as a blosc-decode container (only the blocks a read
+//!   touches are decoded), any other decoded whole; both kept in the
+//!   byte-bounded cache of blosc-decode's `Env`.
 //! - [`store`]: where chunks come from ([`ChunkStore`]); [`DirStore`], a
 //!   local directory read through blosc-decode's `Source`.
 
 pub mod array;
+pub mod chunks;
 pub mod codec;
 pub mod consolidated;
 mod crc32c;

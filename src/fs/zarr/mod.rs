@@ -31,6 +31,8 @@ const MAX_KEPT: usize = 1 << 16;
 /// The source tree with Zarr stores passed through.
 pub struct ZarrTree {
     inner: Arc<dyn SourceTree>,
+    /// The daemon's cache and counters, which arrays read through.
+    env: Env,
     /// Whether each directory looked at holds a marker, with the
     /// directory's stamp when it was looked at.
     marked: Mutex<HashMap<PathBuf, (Stamp, bool)>>,
@@ -41,9 +43,10 @@ pub struct ZarrTree {
 }
 
 impl ZarrTree {
-    pub fn new(inner: Arc<dyn SourceTree>) -> ZarrTree {
+    pub fn new(inner: Arc<dyn SourceTree>, env: Env) -> ZarrTree {
         ZarrTree {
             inner,
+            env,
             marked: Mutex::new(HashMap::new()),
             arrays: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
@@ -252,7 +255,11 @@ impl SourceTree for ZarrTree {
             tree: self.inner.clone(),
             dir,
         };
-        let array = ZarrArray::new(ArrayMeta::clone(&array_meta), Arc::new(store));
+        let array = ZarrArray::with_env(
+            ArrayMeta::clone(&array_meta),
+            Arc::new(store),
+            self.env.clone(),
+        );
         let file = npy::NpyFile {
             array,
             meta: meta.clone(),

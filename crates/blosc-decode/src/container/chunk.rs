@@ -33,6 +33,7 @@ const PART_MAX: usize = 64 << 10;
 #[derive(Clone)]
 pub(super) struct ChunkCtx {
     pub(super) id: u64,
+    /// The chunk's number in its blocks' cache keys.
     pub(super) ci: u64,
     pub(super) layout: Arc<ChunkLayout>,
     pub(super) source: Arc<dyn Source>,
@@ -51,7 +52,7 @@ impl Container {
     ) -> ChunkCtx {
         ChunkCtx {
             id: self.id,
-            ci: ci as u64,
+            ci: self.key_chunk.wrapping_add(ci as u64),
             layout,
             source: self.index.sources[src as usize].clone(),
             offset,

@@ -39,6 +39,13 @@ pub use view::View;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A number no container (nor other caller) of the process has: the first
+/// part of the keys under which a reader that is not a container (a Zarr
+/// array's whole decoded chunks) keeps its data in the shared cache.
+pub fn new_cache_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// An opened container: any byte range of its presented content, read with
 /// [`Container::read_at`], decodes only the blocks the range touches.
 ///
@@ -84,6 +91,11 @@ pub struct Container {
     /// What it holds, if it is a cache holding only some of its chunks
     /// (`fetched.rs`).
     cache: Option<Cache>,
+    /// Added to a chunk's number in its blocks' cache keys
+    /// ([`Container::keyed_as`]).
+    key_chunk: u64,
+    /// Is `id` its own (its blocks forgotten when it is dropped)?
+    owns_id: bool,
 }
 
 impl Container {
@@ -95,7 +107,7 @@ impl Container {
         let n = index.chunks.len();
         let block_shape = table::array_block_shape(&index.info);
         Ok(Container {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: new_cache_id(),
             path: path.to_path_buf(),
             sizes: index.sizes_assumed.then(Sizes::new),
             index,
@@ -109,6 +121,8 @@ impl Container {
             hinted: AtomicBool::new(false),
             block_shape,
             cache: None,
+            key_chunk: 0,
+            owns_id: true,
         })
     }
 
@@ -181,6 +195,19 @@ impl Container {
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// Keep its blocks in the shared cache under `(id, chunk + c, block)`
+    /// (`c` its own chunk number) instead of under an id of its own: they
+    /// outlive it, and a container opened again over the same bytes and
+    /// keyed alike finds them (a Zarr array's chunks, each a container).
+    /// The caller owns `id` (from [`new_cache_id`]) and forgets it from
+    /// the cache when done; dropping the container forgets nothing.
+    pub fn keyed_as(mut self, id: u64, chunk: u64) -> Container {
+        self.id = id;
+        self.key_chunk = chunk;
+        self.owns_id = false;
+        self
+    }
+
     /// What it shares with other containers.
     pub fn env(&self) -> &Env {
         &self.env
@@ -245,6 +272,8 @@ impl Container {
 
 impl Drop for Container {
     fn drop(&mut self) {
-        self.env.cache.forget_container(self.id);
+        if self.owns_id {
+            self.env.cache.forget_container(self.id);
+        }
     }
 }

@@ -1,0 +1,249 @@
+//! Where a read's chunk values come from, and what is kept of them.
+//!
+//! A chunk whose pipeline is Blosc alone ([`by_block`]) is opened as a
+//! blosc-decode [`Container`] over its encoded bytes: a read decodes only
+//! the Blosc blocks it touches, and they are kept in the shared cache of
+//! the array's [`Env`] under `(array id, chunk number, block)`, so that a
+//! container opened again finds them. Any other chunk is decoded whole
+//! ([`decode_chunk`]) and kept in the same cache under `(array id, chunk
+//! number, 0)`. Per array, the last [`MAX_OPEN`] opened containers (each
+//! holds its file open) and [`MAX_MISSING`] chunks the store does not hold
+//! are remembered; the array's cache entries are forgotten when it is
+//! dropped.
+
+use crate::codec::decode_chunk;
+use crate::meta::{ArrayMeta, Codec};
+use crate::store::read_bounded;
+use crate::{Error, Result};
+use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
+use blosc_decode::container::{new_cache_id, Container, Env};
+use blosc_decode::io::Source;
+use blosc_decode::open::open_chunk;
+use lru::LruCache;
+use parking_lot::Mutex;
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Opened chunk containers remembered per array, at most (each holds
+/// its chunk's file, or object, and its block offsets).
+pub const MAX_OPEN: usize = 32;
+
+/// Chunks known to be unwritten remembered per array, at most.
+pub const MAX_MISSING: usize = 1024;
+
+/// One chunk's values, as a read finds them.
+#[derive(Clone)]
+pub(crate) enum Chunk {
+    /// Never written: the fill value.
+    Missing,
+    /// Decoded whole (held in the shared cache too, if it fits there).
+    Whole(Block),
+    /// A Blosc chunk read block by block.
+    Blocks(Arc<Container>),
+}
+
+impl Chunk {
+    /// Copy the chunk's values at `at` into all of `dst`; false for a
+    /// chunk never written.
+    pub(crate) fn copy(&self, at: u64, dst: &mut [u8]) -> Result<bool> {
+        let short = || Error::corrupt("chunk shorter than its shape");
+        match self {
+            Chunk::Missing => return Ok(false),
+            Chunk::Whole(b) => {
+                let src = usize::try_from(at)
+                    .ok()
+                    .and_then(|a| b.get(a..a.checked_add(dst.len())?))
+                    .ok_or_else(short)?;
+                dst.copy_from_slice(src);
+            }
+            Chunk::Blocks(c) => {
+                if c.read_at(at, dst)? != dst.len() {
+                    return Err(short());
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Drop for Chunks {
+    /// The array's chunks and blocks leave the shared cache with it.
+    fn drop(&mut self) {
+        self.env.cache.forget_container(self.id);
+    }
+}
+
+fn nonzero(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
+}
+
+/// Is the output of a chunk's Blosc its values as presented, in C order,
+/// so that a read may decode only the Blosc blocks it touches? Blosc is
+/// the pipeline's only bytes codec (no checksum over the whole encoded
+/// chunk after it, no other compressor), and no filter, transpose or byte
+/// swap follows its decoding.
+pub fn by_block(meta: &ArrayMeta) -> bool {
+    meta.codecs == [Codec::Blosc]
+        && meta.filters.is_empty()
+        && !meta.swap
+        && meta.stored_bytes() == meta.chunk_bytes()
+}
+
+/// The chunks of one array: how they are read and what is kept of them.
+pub(crate) struct Chunks {
+    env: Env,
+    /// The first part of the cache keys of whole decoded chunks.
+    id: u64,
+    by_block: bool,
+    open: Mutex<LruCache<u64, Arc<Container>>>,
+    missing: Mutex<LruCache<u64, ()>>,
+    /// Chunks decoded whole so far.
+    decodes: AtomicU64,
+}
+
+impl Chunks {
+    pub(crate) fn new(meta: &ArrayMeta, env: Env) -> Chunks {
+        Chunks {
+            env,
+            id: new_cache_id(),
+            by_block: by_block(meta),
+            open: Mutex::new(LruCache::new(nonzero(MAX_OPEN))),
+            missing: Mutex::new(LruCache::new(nonzero(MAX_MISSING))),
+            decodes: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn env(&self) -> &Env {
+        &self.env
+    }
+
+    pub(crate) fn decodes(&self) -> u64 {
+        self.decodes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn by_block(&self) -> bool {
+        self.by_block
+    }
+
+    fn key(&self, id: u64) -> BlockKey {
+        (self.id, id, 0)
+    }
+
+    /// The chunk numbered `id` (its linear grid position), if it is known.
+    pub(crate) fn known(&self, id: u64) -> Option<Chunk> {
+        if self.missing.lock().get(&id).is_some() {
+            return Some(Chunk::Missing);
+        }
+        if self.by_block {
+            return self.open.lock().get(&id).cloned().map(Chunk::Blocks);
+        }
+        let stats = &self.env.stats;
+        match self.env.cache.get(&self.key(id)) {
+            Some(b) => {
+                Stats::add(&stats.cache_hits, 1);
+                Some(Chunk::Whole(b))
+            }
+            None => {
+                Stats::add(&stats.cache_misses, 1);
+                None
+            }
+        }
+    }
+
+    /// Remember chunk `id`, found as `c`.
+    pub(crate) fn keep(&self, id: u64, c: &Chunk) {
+        match c {
+            Chunk::Whole(b) => self.env.cache.insert(self.key(id), b.clone()),
+            Chunk::Blocks(c) => {
+                self.open.lock().put(id, c.clone());
+            }
+            Chunk::Missing => {
+                self.missing.lock().put(id, ());
+            }
+        }
+    }
+
+    /// The chunk whose encoded bytes `src` holds (stored at `key`).
+    pub(crate) fn load(
+        &self,
+        meta: &ArrayMeta,
+        id: u64,
+        src: Arc<dyn Source>,
+        key: &str,
+    ) -> Result<Chunk> {
+        if self.by_block {
+            return self.blocks(meta, id, src, key);
+        }
+        let stored = meta.stored_bytes();
+        let max = stored.saturating_mul(2).saturating_add(1 << 16);
+        let raw = read_bounded(src.as_ref(), max, key)?;
+        Stats::add(&self.env.stats.source_bytes_read, raw.len() as u64);
+        self.decodes.fetch_add(1, Ordering::Relaxed);
+        let v = decode_chunk(meta, raw)?;
+        Ok(Chunk::Whole(Arc::new(BlockBuf::from(v))))
+    }
+
+    /// Chunk `id`, a Blosc chunk, opened for reads by block: its header
+    /// and block offsets read, its declared size checked against the chunk
+    /// shape, its blocks keyed by the array's id and `id`.
+    fn blocks(&self, meta: &ArrayMeta, id: u64, src: Arc<dyn Source>, key: &str) -> Result<Chunk> {
+        let path = src
+            .path()
+            .map_or_else(|| Path::new(key).to_path_buf(), Path::to_path_buf);
+        let c = Container::new(&path, open_chunk(src)?, self.env.clone())?.keyed_as(self.id, id);
+        let want = meta.chunk_bytes();
+        if c.raw_len() != want {
+            return Err(Error::corrupt(format!(
+                "blosc chunk header decoded to {} bytes, expected {want}",
+                c.raw_len()
+            )));
+        }
+        Ok(Chunk::Blocks(Arc::new(c)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v2(filters: &str, order: &str) -> ArrayMeta {
+        let doc = format!(
+            r#"{{"zarr_format": 2, "shape": [10], "chunks": [4], "dtype": "<i4",
+              "order": "{order}", "fill_value": 0, "filters": {filters},
+              "compressor": {{"id": "blosc", "cname": "lz4"}}}}"#
+        );
+        ArrayMeta::parse(doc.as_bytes(), true).unwrap()
+    }
+
+    fn v3(codecs: &str) -> ArrayMeta {
+        let doc = format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [10, 6],
+              "data_type": "int32", "fill_value": 0,
+              "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [4, 3]}}}},
+              "chunk_key_encoding": {{"name": "default"}}, "codecs": [{codecs}]}}"#
+        );
+        ArrayMeta::parse(doc.as_bytes(), false).unwrap()
+    }
+
+    const BYTES: &str = r#"{"name": "bytes", "configuration": {"endian": "little"}}"#;
+    const BLOSC: &str = r#"{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+        "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}"#;
+
+    #[test]
+    fn only_a_pipeline_of_blosc_alone_is_read_by_block() {
+        assert!(by_block(&v2("null", "C")));
+        assert!(!by_block(&v2("null", "F")));
+        assert!(!by_block(&v2(r#"[{"id": "delta", "dtype": "<i4"}]"#, "C")));
+        assert!(by_block(&v3(&format!("{BYTES}, {BLOSC}"))) == cfg!(target_endian = "little"));
+        let big = BYTES.replace("little", "big");
+        assert!(!by_block(&v3(&format!("{big}, {BLOSC}"))));
+        let crc = r#"{"name": "crc32c"}"#;
+        assert!(!by_block(&v3(&format!("{BYTES}, {BLOSC}, {crc}"))));
+        let zstd = r#"{"name": "zstd", "configuration": {"level": 0, "checksum": false}}"#;
+        assert!(!by_block(&v3(&format!("{BYTES}, {zstd}"))));
+        let t = r#"{"name": "transpose", "configuration": {"order": [1, 0]}}"#;
+        assert!(!by_block(&v3(&format!("{t}, {BYTES}, {BLOSC}"))));
+    }
+}
