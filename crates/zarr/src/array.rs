@@ -7,6 +7,7 @@
 use crate::codec::decode_chunk;
 use crate::grid::{chunk_key, grid_shape, linear};
 use crate::meta::{ArrayMeta, MAX_META_BYTES};
+use crate::shard::Shards;
 use crate::store::{read_bounded, ChunkStore};
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
 use blosc_decode::io::Source;
@@ -33,6 +34,8 @@ pub struct ZarrArray {
     header: Vec<u8>,
     cache: Mutex<LruCache<u64, Decoded>>,
     decodes: AtomicU64,
+    /// A sharded array's shards (the grid walked is the inner chunks').
+    shards: Option<Shards>,
 }
 
 impl ZarrArray {
@@ -59,6 +62,7 @@ impl ZarrArray {
                 NonZeroUsize::new(keep as usize).unwrap_or(NonZeroUsize::MIN),
             )),
             decodes: AtomicU64::new(0),
+            shards: meta.shard.clone().map(|s| Shards::new(s, meta.keys)),
             meta,
             store,
         }
@@ -81,6 +85,11 @@ impl ZarrArray {
     /// Chunks decoded so far.
     pub fn decodes(&self) -> u64 {
         self.decodes.load(Ordering::Relaxed)
+    }
+
+    /// Shard indexes read so far (0 for an array without shards).
+    pub fn index_reads(&self) -> u64 {
+        self.shards.as_ref().map_or(0, Shards::index_reads)
     }
 
     /// Read the `.npy` file's bytes at `off` into `buf`; fewer at its end.
@@ -157,8 +166,15 @@ impl ZarrArray {
         if let Some(c) = self.cache.lock().get(&id) {
             return Ok(c.clone());
         }
-        let key = chunk_key(self.meta.keys, pos);
-        let found = match self.encoded(&key) {
+        let (key, src) = match &self.shards {
+            Some(s) => (s.name(pos), s.inner(self.store.as_ref(), pos)),
+            None => {
+                let key = chunk_key(self.meta.keys, pos);
+                let src = self.encoded(&key);
+                (key, src)
+            }
+        };
+        let found = match src {
             Ok(Some(src)) => {
                 let chunk = self.meta.stored_bytes();
                 let max = chunk.saturating_mul(2).saturating_add(1 << 16);

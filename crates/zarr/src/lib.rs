@@ -1,4 +1,4 @@
-//! Zarr arrays (v2 `.zarray`, v3 `zarr.json`, no sharding) read as the
+//! Zarr arrays (v2 `.zarray`, v3 `zarr.json`, sharded or not) read as the
 //! byte ranges of their values in C order, optionally behind a `.npy`
 //! header.
 //!
@@ -13,6 +13,8 @@
 //! - [`grid`]: the regular chunk grid and chunk keys.
 //! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
 //!   decoding only the chunks it touches, through a [`ChunkStore`].
+//! - [`shard`]: inner chunks of sharded arrays, found through each
+//!   shard's index (read once and kept) as windows of the shard file.
 //! - [`store`]: where chunks come from ([`ChunkStore`]); [`DirStore`], a
 //!   local directory read through blosc-decode's `Source`.
 
@@ -23,6 +25,7 @@ mod crc32c;
 mod filters;
 pub mod grid;
 pub mod meta;
+pub mod shard;
 pub mod store;
 
 pub use array::ZarrArray;
