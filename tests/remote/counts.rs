@@ -214,7 +214,7 @@ fn fetched_ranges(stats: &serde_json::Value) -> Vec<std::ops::Range<u64>> {
 
 /// `remote_gets` of the mount's `user.bloscfs.stats` (mounted with
 /// `-o xattr`), once it has stayed the same for 300 ms.
-fn mount_gets(m: &RemoteMount) -> u64 {
+pub fn mount_gets(m: &RemoteMount) -> u64 {
     let read = || -> u64 {
         let o = std::process::Command::new("getfattr")
             .args(["--only-values", "-n", "user.bloscfs.stats"])

@@ -200,3 +200,119 @@ impl Shards {
         Ok(kept)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DirStore, ZarrArray};
+    use std::path::Path;
+
+    /// A directory whose sources count the reads made of them, and bytes.
+    struct Counted {
+        dir: DirStore,
+        reads: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    }
+
+    struct CountedSource {
+        inner: Arc<dyn Source>,
+        reads: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    }
+
+    impl Source for CountedSource {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            self.inner.read_exact_at(offset, buf)
+        }
+    }
+
+    impl ChunkStore for Counted {
+        fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
+            Ok(self.dir.open(key)?.map(|inner| {
+                Arc::new(CountedSource {
+                    inner,
+                    reads: self.reads.clone(),
+                    bytes: self.bytes.clone(),
+                }) as Arc<dyn Source>
+            }))
+        }
+    }
+
+    /// `wide` of the fixtures: 65536 uint32, 2 shards of 8 inner chunks of
+    /// 16 KiB, the index (8 entries and a crc32c) at the end.
+    #[test]
+    fn a_small_read_reads_the_index_once_then_only_its_inner_chunk() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr/wide");
+        let store = Arc::new(Counted {
+            dir: DirStore::new(&dir),
+            reads: Arc::default(),
+            bytes: Arc::default(),
+        });
+        let a = ZarrArray::open(store.clone()).unwrap();
+        let (reads, bytes) = (store.reads.clone(), store.bytes.clone());
+        let shard = std::fs::read(dir.join("c/1")).unwrap();
+        let index = &shard[shard.len() - 132..];
+        let entry = |i: usize| {
+            let e = &index[16 * i..16 * i + 16];
+            u64::from_le_bytes(e[8..].try_into().unwrap())
+        };
+        let mut buf = vec![0u8; 4096];
+        let before = (reads.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed));
+        // Inner chunk 3 of shard 1: its index, then its bytes.
+        a.read_values_at((8 + 3) * 16384 + 4096, &mut buf).unwrap();
+        assert_eq!(reads.load(Ordering::Relaxed) - before.0, 2);
+        assert_eq!(
+            bytes.load(Ordering::Relaxed) - before.1,
+            132 + entry(3),
+            "the index and one inner chunk"
+        );
+        // Inner chunk 6 of the same shard: its bytes alone.
+        let before = (reads.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed));
+        a.read_values_at((8 + 6) * 16384, &mut buf).unwrap();
+        assert_eq!(reads.load(Ordering::Relaxed) - before.0, 1);
+        assert_eq!(bytes.load(Ordering::Relaxed) - before.1, entry(6));
+        assert_eq!((a.index_reads(), a.decodes()), (1, 2));
+    }
+
+    #[test]
+    fn index_entries_are_checked_against_the_file() {
+        let m = ShardMeta {
+            shape: vec![4],
+            per: vec![2],
+            index_at_start: true,
+            index_big: false,
+            index_crc: true,
+        };
+        let mut raw = Vec::new();
+        for v in [40u64, 8, MISSING, MISSING] {
+            raw.extend(v.to_le_bytes());
+        }
+        raw.extend(crc32c(&raw).to_le_bytes());
+        let mut file = raw.clone();
+        file.resize(48, 0);
+        let src: Arc<dyn Source> = Arc::new(io::MemSource::new(file.clone()));
+        let ix = Index::read(src, &m).unwrap();
+        assert_eq!(ix.entry(0).unwrap(), Some((40, 8)));
+        assert_eq!(ix.entry(1).unwrap(), None);
+        assert!(ix.entry(2).is_err());
+        // Over the index, past the end, a wrapping size.
+        for (off, nb) in [(30u64, 8u64), (41, 8), (40, u64::MAX)] {
+            let mut f = file.clone();
+            f[..16].copy_from_slice(&[off.to_le_bytes(), nb.to_le_bytes()].concat());
+            let c = crc32c(&f[..32]).to_le_bytes();
+            f[32..36].copy_from_slice(&c);
+            let ix = Index::read(Arc::new(io::MemSource::new(f)), &m).unwrap();
+            assert!(ix.entry(0).is_err(), "{off} {nb}");
+        }
+        // A wrong checksum, a file shorter than its index.
+        file[0] ^= 1;
+        assert!(Index::read(Arc::new(io::MemSource::new(file.clone())), &m).is_err());
+        assert!(Index::read(Arc::new(io::MemSource::new(&file[..30])), &m).is_err());
+    }
+}
