@@ -7,11 +7,10 @@
 //! daemon).
 
 use crate::common::*;
-use crate::counts::mount_gets;
+use crate::counts::{mount_gets, settled};
 use crate::harness::*;
 use crate::servers::*;
 use std::os::unix::fs::FileExt;
-use std::time::Duration;
 
 const NPY: &str = "sharded.zarr/wide.npy";
 
@@ -41,20 +40,6 @@ fn staged() -> Option<(tempfile::TempDir, Vec<u8>)> {
     std::fs::remove_file(dir.path().join("wide.npy")).unwrap();
     write_manifest(dir.path());
     Some((dir, want))
-}
-
-/// `count()` once it has stayed the same for 300 ms (GETs started in the
-/// background are counted with what started them).
-fn settled(count: &dyn Fn() -> u64) -> u64 {
-    let mut last = count();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = count();
-        if now == last {
-            return now;
-        }
-        last = now;
-    }
 }
 
 /// Through mount `m`: one read in each shard (its index known), then
