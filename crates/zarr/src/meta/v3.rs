@@ -112,7 +112,7 @@ fn pipeline(list: &[Value], dt: &DataType, chunks: &[u64]) -> Result<Pipeline> {
                 filters.push(filter::numcodecs(&n["numcodecs.".len()..], conf)?)
             }
             Some("sharding_indexed") => {
-                return Err(Error::unsupported("sharding_indexed after other codecs"))
+                return Err(Error::unsupported("sharding_indexed beside other codecs"))
             }
             Some(other) => return Err(Error::unsupported(format!("codec {other:?}"))),
             None => return Err(Error::corrupt(format!("codec {c}"))),
