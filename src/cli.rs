@@ -432,6 +432,16 @@ fn info_zarr(dir: &Path) -> Result<(), String> {
         dims(&m.chunks),
         m.chunk_bytes()
     );
+    if let Some(s) = &m.shard {
+        println!(
+            "  shards: {} of {} inner chunks, index at the {}{}{}",
+            dims(&s.shape),
+            dims(&s.per),
+            s.location(),
+            if s.index_big { ", big-endian" } else { "" },
+            if s.index_crc { ", crc32c" } else { "" },
+        );
+    }
     println!("  fill value: {}", m.fill_text);
     for c in &m.codec_names {
         println!("  codec: {c}");

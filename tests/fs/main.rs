@@ -17,3 +17,4 @@ mod source_io;
 mod source_tree;
 mod stores;
 mod zarr;
+mod zarr_shard;

@@ -136,7 +136,7 @@ fn every_array_is_a_npy_of_what_zarr_python_reads() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 43);
+    assert_eq!(seen, 47);
 }
 
 /// (path, the word the reason names) of writer `w`'s arrays that are not
@@ -176,7 +176,7 @@ fn an_unsupported_array_has_no_npy_and_info_says_why() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 4);
+    assert_eq!(seen, 5);
 }
 
 #[test]

@@ -43,15 +43,21 @@ impl Big {
     /// The server's GET count once it has stayed the same for 300 ms (GETs
     /// started in the background are counted with what started them).
     pub fn settled_gets(&self) -> u64 {
-        let mut last = self.srv.gets();
-        loop {
-            std::thread::sleep(Duration::from_millis(300));
-            let now = self.srv.gets();
-            if now == last {
-                return now;
-            }
-            last = now;
+        settled(&|| self.srv.gets())
+    }
+}
+
+/// `count()` once it has stayed the same for 300 ms (GETs started in the
+/// background are counted with what started them).
+pub fn settled(count: &dyn Fn() -> u64) -> u64 {
+    let mut last = count();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        let now = count();
+        if now == last {
+            return now;
         }
+        last = now;
     }
 }
 
@@ -214,7 +220,7 @@ fn fetched_ranges(stats: &serde_json::Value) -> Vec<std::ops::Range<u64>> {
 
 /// `remote_gets` of the mount's `user.bloscfs.stats` (mounted with
 /// `-o xattr`), once it has stayed the same for 300 ms.
-fn mount_gets(m: &RemoteMount) -> u64 {
+pub fn mount_gets(m: &RemoteMount) -> u64 {
     let read = || -> u64 {
         let o = std::process::Command::new("getfattr")
             .args(["--only-values", "-n", "user.bloscfs.stats"])
@@ -227,15 +233,7 @@ fn mount_gets(m: &RemoteMount) -> u64 {
             .find_map(|l| l.strip_prefix("remote_gets=")?.parse().ok())
             .expect("no remote_gets in user.bloscfs.stats")
     };
-    let mut last = read();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = read();
-        if now == last {
-            return now;
-        }
-        last = now;
-    }
+    settled(&read)
 }
 
 /// `big` on moto and on Caterva2 (what of them is installed), with its

@@ -20,6 +20,7 @@ mod objects;
 mod options;
 mod redirects;
 mod setup;
+mod shards;
 mod stalls;
 mod tls;
 mod trees;

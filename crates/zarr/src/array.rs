@@ -8,6 +8,7 @@
 use crate::chunks::{Chunk, Chunks};
 use crate::grid::{chunk_key, grid_shape, linear};
 use crate::meta::{ArrayMeta, MAX_META_BYTES};
+use crate::shard::Shards;
 use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
 use blosc_decode::container::Env;
@@ -24,6 +25,8 @@ pub struct ZarrArray {
     grid: Vec<u64>,
     header: Vec<u8>,
     chunks: Chunks,
+    /// A sharded array's shards (the grid walked is the inner chunks').
+    shards: Option<Shards>,
 }
 
 impl ZarrArray {
@@ -63,6 +66,7 @@ impl ZarrArray {
             grid: grid_shape(&meta),
             header,
             chunks: Chunks::new(&meta, env),
+            shards: meta.shard.clone().map(|s| Shards::new(s, meta.keys)),
             meta,
             store,
         }
@@ -96,6 +100,11 @@ impl ZarrArray {
     /// blocks in the [`Env`]'s `blocks_decoded`).
     pub fn decodes(&self) -> u64 {
         self.chunks.decodes()
+    }
+
+    /// Shard indexes read so far (0 for an array without shards).
+    pub fn index_reads(&self) -> u64 {
+        self.shards.as_ref().map_or(0, Shards::index_reads)
     }
 
     /// Read the `.npy` file's bytes at `off` into `buf`; fewer at its end.
@@ -163,11 +172,18 @@ impl ZarrArray {
     /// key.
     fn chunk(&self, pos: &[u64]) -> Result<(Chunk, String)> {
         let id = linear(pos, &self.grid);
-        let key = chunk_key(self.meta.keys, pos);
+        let key = match &self.shards {
+            Some(s) => s.name(pos),
+            None => chunk_key(self.meta.keys, pos),
+        };
         if let Some(c) = self.chunks.known(id) {
             return Ok((c, key));
         }
-        let found = match self.encoded(&key) {
+        let src = match &self.shards {
+            Some(s) => s.inner(self.store.as_ref(), pos),
+            None => self.encoded(&key),
+        };
+        let found = match src {
             Ok(Some(src)) => self
                 .chunks
                 .load(&self.meta, id, src, &key)

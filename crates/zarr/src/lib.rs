@@ -1,4 +1,4 @@
-//! Zarr arrays (v2 `.zarray`, v3 `zarr.json`, no sharding) read as the
+//! Zarr arrays (v2 `.zarray`, v3 `zarr.json`, sharded or not) read as the
 //! byte ranges of their values in C order, optionally behind a `.npy`
 //! header.
 //!
@@ -17,6 +17,8 @@
 //!   Blosc alone as a blosc-decode container (only the blocks a read
 //!   touches are decoded), any other decoded whole; both kept in the
 //!   byte-bounded cache of blosc-decode's `Env`.
+//! - [`shard`]: inner chunks of sharded arrays, found through each
+//!   shard's index (read once and kept) as windows of the shard file.
 //! - [`store`]: where chunks come from ([`ChunkStore`]); [`DirStore`], a
 //!   local directory read through blosc-decode's `Source`.
 
@@ -28,6 +30,7 @@ mod crc32c;
 mod filters;
 pub mod grid;
 pub mod meta;
+pub mod shard;
 pub mod store;
 
 pub use array::ZarrArray;

@@ -64,13 +64,13 @@ fn every_array_reads_as_zarr_python_reads_it() {
         }
         read += 1;
     }
-    assert_eq!(read, 43);
+    assert_eq!(read, 47);
 }
 
 #[test]
 fn unsupported_arrays_are_refused_saying_why() {
     let all = entries("unsupported");
-    assert_eq!(all.len(), 4);
+    assert_eq!(all.len(), 5);
     for (w, u) in all {
         let rel = u["path"].as_str().unwrap();
         let e = match open(&w.join("stores").join(rel)) {

@@ -4,6 +4,7 @@
 pub mod dtype;
 pub(crate) mod fill;
 pub mod filter;
+pub mod shard;
 mod v2;
 mod v3;
 
@@ -11,6 +12,7 @@ use crate::{Error, Result};
 pub use dtype::DataType;
 pub use filter::Filter;
 use serde_json::Value;
+pub use shard::ShardMeta;
 
 /// Most dimensions an array may have (NumPy's limit).
 pub const MAX_NDIM: usize = 64;
@@ -65,8 +67,12 @@ pub struct ArrayMeta {
     /// (v3's `bytes` codec with another `endian`)?
     pub swap: bool,
     pub codecs: Vec<Codec>,
-    /// The codecs as the metadata names them (for `info`).
+    /// The codecs as the metadata names them (for `info`; a sharded
+    /// array's inner codecs).
     pub codec_names: Vec<String>,
+    /// How the grid's chunks hold inner chunks (v3 `sharding_indexed`);
+    /// `chunks` and `codecs` are then the inner chunks'.
+    pub shard: Option<ShardMeta>,
 }
 
 impl ArrayMeta {

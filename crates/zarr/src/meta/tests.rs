@@ -11,7 +11,9 @@ fn v3(doc: &str) -> Result<ArrayMeta> {
 /// Each document of `cases` refused by `parse` with an error naming its word.
 fn refused(parse: fn(&str) -> Result<ArrayMeta>, cases: &[(String, &str)]) {
     for (doc, word) in cases {
-        let e = parse(doc).unwrap_err();
+        let Err(e) = parse(doc) else {
+            panic!("{word}: accepted");
+        };
         assert!(e.reason.contains(word), "{word}: {e}");
     }
 }
@@ -138,6 +140,52 @@ fn v3_refusals_name_what_they_refuse() {
             "fixedscaleoffset to <U2",
         ),
         (with_filter(r#"{"name": "numcodecs.pcodec"}"#), "pcodec"),
+    ];
+    refused(v3, &cases);
+}
+
+const SHARDED: &str = r#"{"zarr_format": 3, "node_type": "array", "shape": [9, 8],
+  "data_type": "int32", "chunk_grid": {"name": "regular",
+  "configuration": {"chunk_shape": [4, 8]}}, "chunk_key_encoding":
+  {"name": "default"}, "fill_value": 0, "codecs": [{"name": "sharding_indexed",
+  "configuration": {"chunk_shape": [2, 4], "codecs": [{"name": "bytes",
+  "configuration": {"endian": "little"}}, {"name": "zstd"}], "index_codecs":
+  [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+  "index_location": "end"}}]}"#;
+
+#[test]
+fn v3_sharding() {
+    let m = v3(SHARDED).unwrap();
+    assert_eq!(
+        (m.chunks.clone(), m.codecs.clone()),
+        (vec![2, 4], vec![Codec::Zstd])
+    );
+    let s = m.shard.unwrap();
+    assert_eq!((s.shape.clone(), s.per.clone()), (vec![4, 8], vec![2, 2]));
+    assert_eq!((s.index_bytes(), s.location()), (68, "end"));
+    let start = SHARDED.replace("\"end\"", "\"start\"");
+    assert!(v3(&start).unwrap().shard.unwrap().index_at_start);
+    let cases = [
+        (SHARDED.replace("[2, 4]", "[3, 4]"), "multiple"),
+        (
+            SHARDED.replace("{\"name\": \"zstd\"}", "{\"name\": \"sharding_indexed\"}"),
+            "nested sharding_indexed",
+        ),
+        (SHARDED.replace("\"end\"", "\"middle\""), "index_location"),
+        (SHARDED.replace("\"crc32c\"", "\"gzip\""), "index codecs"),
+        (
+            SHARDED.replace(
+                "{\"name\": \"crc32c\"}]",
+                "{\"name\": \"crc32c\"}, {\"name\": \"crc32c\"}]",
+            ),
+            "index codecs",
+        ),
+        (
+            SHARDED
+                .replace("[4, 8]", "[2048, 1024]")
+                .replace("[2, 4]", "[1, 1]"),
+            "shard index",
+        ),
     ];
     refused(v3, &cases);
 }

@@ -52,6 +52,7 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         swap: false,
         codecs,
         codec_names: names,
+        shard: None,
     })
 }
 

@@ -1,6 +1,9 @@
-//! Zarr v3 `zarr.json` of an array (regular grid, no sharding).
+//! Zarr v3 `zarr.json` of an array (regular grid; `sharding_indexed` as
+//! its one codec, see [`super::shard`]).
 
-use super::{dims, dtype, fill, filter, text, ArrayMeta, Codec, DataType, Filter, KeyEncoding};
+use super::{
+    dims, dtype, fill, filter, shard, text, ArrayMeta, Codec, DataType, Filter, KeyEncoding,
+};
 use crate::{Error, Result};
 use serde_json::Value;
 
@@ -22,12 +25,21 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
     if text(grid, "name")? != "regular" {
         return Err(Error::unsupported(format!("chunk grid {}", grid["name"])));
     }
-    let chunks = dims(&grid["configuration"]["chunk_shape"], "chunk_shape")?;
+    let mut chunks = dims(&grid["configuration"]["chunk_shape"], "chunk_shape")?;
     let keys = key_encoding(doc.get("chunk_key_encoding").unwrap_or(&Value::Null))?;
-    let list = doc
+    let mut list = doc
         .get("codecs")
         .and_then(Value::as_array)
-        .ok_or_else(|| Error::corrupt("no codecs"))?;
+        .ok_or_else(|| Error::corrupt("no codecs"))?
+        .as_slice();
+    let mut sharded = None;
+    if let [c] = list {
+        if c.get("name").and_then(Value::as_str) == Some("sharding_indexed") {
+            let s = shard::parse(&c["configuration"], &chunks)?;
+            (chunks, list) = (s.inner, s.codecs);
+            sharded = Some(s.meta);
+        }
+    }
     let p = pipeline(list, &dtype, &chunks)?;
     let fv = doc.get("fill_value").unwrap_or(&Value::Null);
     if fv.is_null() {
@@ -46,6 +58,7 @@ pub(super) fn parse(doc: &Value) -> Result<ArrayMeta> {
         swap: p.big,
         codecs: p.codecs,
         codec_names: list.iter().map(Value::to_string).collect(),
+        shard: sharded,
     })
 }
 
@@ -97,6 +110,9 @@ fn pipeline(list: &[Value], dt: &DataType, chunks: &[u64]) -> Result<Pipeline> {
             }
             Some(n) if n.starts_with("numcodecs.") && n != "numcodecs.shuffle" => {
                 filters.push(filter::numcodecs(&n["numcodecs.".len()..], conf)?)
+            }
+            Some("sharding_indexed") => {
+                return Err(Error::unsupported("sharding_indexed beside other codecs"))
             }
             Some(other) => return Err(Error::unsupported(format!("codec {other:?}"))),
             None => return Err(Error::corrupt(format!("codec {c}"))),

@@ -1,0 +1,318 @@
+//! Inner chunks of sharded arrays (v3 `sharding_indexed`). The grid an
+//! array is read by is that of the inner chunks; an inner chunk's encoded
+//! bytes are a window of its shard file, found through the shard's index.
+//! Each shard's index is read once (one positional read) and kept with the
+//! open shard file, at most [`INDEX_CACHE_BYTES`] of them, so an inner
+//! chunk then costs one positional read of exactly its bytes. Every index
+//! entry is checked against the shard file before it is used: an entry
+//! that runs past the file or into the index makes that inner chunk's
+//! reads fail, and no other's.
+
+use crate::crc32c::crc32c;
+use crate::grid::{chunk_key, linear};
+use crate::meta::{KeyEncoding, ShardMeta};
+use crate::store::ChunkStore;
+use crate::{Error, Result};
+use blosc_decode::io::{self, Source, Window};
+use lru::LruCache;
+use parking_lot::Mutex;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Shard indexes kept per array, in bytes (at least one is kept).
+pub const INDEX_CACHE_BYTES: u64 = 16 << 20;
+
+/// Shards kept per array, at most (each holds its file open).
+const MAX_KEPT: u64 = 64;
+
+/// The entry of an inner chunk never written.
+const MISSING: u64 = u64::MAX;
+
+/// A shard's index, with the open shard file it describes; `None` for a
+/// shard the store does not hold.
+type Kept = Option<Arc<Index>>;
+
+/// A shard file and its parsed index.
+pub struct Index {
+    src: Arc<dyn Source>,
+    /// (offset, nbytes) of each inner chunk, C order.
+    entries: Vec<(u64, u64)>,
+    /// Where inner chunks may lie: the file without its index.
+    data: (u64, u64),
+}
+
+impl Index {
+    /// The index of a shard file `src` of an array laid out as `m`: read,
+    /// its CRC checked, its entries not yet (see [`Index::entry`]).
+    pub fn read(src: Arc<dyn Source>, m: &ShardMeta) -> Result<Index> {
+        let n = m.index_bytes();
+        let len = src.len();
+        if len < n {
+            return Err(Error::truncated(format!(
+                "shard of {len} bytes, shorter than its {n}-byte index"
+            )));
+        }
+        let (at, data) = match m.index_at_start {
+            true => (0, (n, len)),
+            false => (len - n, (0, len - n)),
+        };
+        let raw = io::read_vec(src.as_ref(), at, n)?;
+        Ok(Index {
+            entries: parse_index(&raw, m)?,
+            src,
+            data,
+        })
+    }
+
+    /// Inner chunk `i`'s (offset, nbytes) in the shard file, `None` if it
+    /// was never written; an error if it does not lie inside the file
+    /// outside the index.
+    pub fn entry(&self, i: u64) -> Result<Option<(u64, u64)>> {
+        let (off, nb) = *self
+            .entries
+            .get(i as usize)
+            .ok_or_else(|| Error::corrupt(format!("no index entry {i}")))?;
+        if off == MISSING && nb == MISSING {
+            return Ok(None);
+        }
+        let (lo, hi) = self.data;
+        match off.checked_add(nb) {
+            Some(end) if off >= lo && end <= hi => Ok(Some((off, nb))),
+            _ => Err(Error::corrupt(format!(
+                "index entry of {nb} bytes at {off} outside the shard's chunk bytes {lo}..{hi}"
+            ))),
+        }
+    }
+}
+
+/// The (offset, nbytes) pairs of an index as stored (`raw`, exactly
+/// [`ShardMeta::index_bytes`] long), its CRC-32C checked when it has one.
+pub fn parse_index(raw: &[u8], m: &ShardMeta) -> Result<Vec<(u64, u64)>> {
+    if raw.len() as u64 != m.index_bytes() {
+        return Err(Error::corrupt(format!(
+            "a shard index of {} bytes, expected {}",
+            raw.len(),
+            m.index_bytes()
+        )));
+    }
+    let body = match m.index_crc {
+        true => {
+            let (body, tail) = raw.split_at(raw.len() - 4);
+            let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+            let actual = crc32c(body);
+            if stored != actual {
+                return Err(Error::checksum(format!(
+                    "shard index crc32c {actual:08x}, stored {stored:08x}"
+                )));
+            }
+            body
+        }
+        false => raw,
+    };
+    let num = |b: &[u8]| {
+        let a: [u8; 8] = b.try_into().unwrap_or_default();
+        match m.index_big {
+            true => u64::from_be_bytes(a),
+            false => u64::from_le_bytes(a),
+        }
+    };
+    Ok(body
+        .chunks_exact(16)
+        .map(|e| (num(&e[..8]), num(&e[8..])))
+        .collect())
+}
+
+/// The shards of one array: where each inner chunk's bytes are.
+pub struct Shards {
+    meta: ShardMeta,
+    keys: KeyEncoding,
+    kept: Mutex<LruCache<String, Kept>>,
+    index_reads: AtomicU64,
+}
+
+impl Shards {
+    pub fn new(meta: ShardMeta, keys: KeyEncoding) -> Shards {
+        let keep = (INDEX_CACHE_BYTES / meta.index_bytes().max(1)).clamp(1, MAX_KEPT);
+        Shards {
+            meta,
+            keys,
+            kept: Mutex::new(LruCache::new(
+                NonZeroUsize::new(keep as usize).unwrap_or(NonZeroUsize::MIN),
+            )),
+            index_reads: AtomicU64::new(0),
+        }
+    }
+
+    /// Shard indexes read so far.
+    pub fn index_reads(&self) -> u64 {
+        self.index_reads.load(Ordering::Relaxed)
+    }
+
+    /// The shard holding inner chunk `pos` (a position in the inner chunk
+    /// grid), and the inner chunk's place in it (C order).
+    fn locate(&self, pos: &[u64]) -> (Vec<u64>, u64) {
+        let shard: Vec<u64> = pos.iter().zip(&self.meta.per).map(|(p, n)| p / n).collect();
+        let inner: Vec<u64> = pos.iter().zip(&self.meta.per).map(|(p, n)| p % n).collect();
+        (shard, linear(&inner, &self.meta.per))
+    }
+
+    /// How messages name inner chunk `pos`: its shard's key and its index.
+    pub fn name(&self, pos: &[u64]) -> String {
+        let (shard, i) = self.locate(pos);
+        format!("{} inner chunk {i}", chunk_key(self.keys, &shard))
+    }
+
+    /// The encoded bytes of inner chunk `pos`, as a window of its shard
+    /// file; `None` for one never written (or in a shard never written).
+    pub fn inner(&self, store: &dyn ChunkStore, pos: &[u64]) -> Result<Option<Arc<dyn Source>>> {
+        let (shard, i) = self.locate(pos);
+        let key = chunk_key(self.keys, &shard);
+        let Some(index) = self.index(store, &key)? else {
+            return Ok(None);
+        };
+        let Some((off, nb)) = index.entry(i)? else {
+            return Ok(None);
+        };
+        let path = index
+            .src
+            .path()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| PathBuf::from(&key));
+        let w = Window::new(index.src.clone(), off, nb, path)?;
+        Ok(Some(Arc::new(w)))
+    }
+
+    /// The index of the shard stored at `key`, kept.
+    fn index(&self, store: &dyn ChunkStore, key: &str) -> Result<Kept> {
+        if let Some(k) = self.kept.lock().get(key) {
+            return Ok(k.clone());
+        }
+        let kept = match store.open(key)? {
+            Some(src) => {
+                self.index_reads.fetch_add(1, Ordering::Relaxed);
+                Some(Arc::new(Index::read(src, &self.meta)?))
+            }
+            None => None,
+        };
+        self.kept.lock().put(key.to_string(), kept.clone());
+        Ok(kept)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DirStore, ZarrArray};
+    use std::path::Path;
+
+    /// A directory whose sources count the reads made of them, and bytes.
+    struct Counted {
+        dir: DirStore,
+        reads: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    }
+
+    struct CountedSource {
+        inner: Arc<dyn Source>,
+        reads: Arc<AtomicU64>,
+        bytes: Arc<AtomicU64>,
+    }
+
+    impl Source for CountedSource {
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            self.inner.read_exact_at(offset, buf)
+        }
+    }
+
+    impl ChunkStore for Counted {
+        fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
+            Ok(self.dir.open(key)?.map(|inner| {
+                Arc::new(CountedSource {
+                    inner,
+                    reads: self.reads.clone(),
+                    bytes: self.bytes.clone(),
+                }) as Arc<dyn Source>
+            }))
+        }
+    }
+
+    /// `wide` of the fixtures: 65536 uint32, 2 shards of 8 inner chunks of
+    /// 16 KiB, the index (8 entries and a crc32c) at the end.
+    #[test]
+    fn a_small_read_reads_the_index_once_then_only_its_inner_chunk() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr/wide");
+        let store = Arc::new(Counted {
+            dir: DirStore::new(&dir),
+            reads: Arc::default(),
+            bytes: Arc::default(),
+        });
+        let a = ZarrArray::open(store.clone()).unwrap();
+        let (reads, bytes) = (store.reads.clone(), store.bytes.clone());
+        let shard = std::fs::read(dir.join("c/1")).unwrap();
+        let index = &shard[shard.len() - 132..];
+        let entry = |i: usize| {
+            let e = &index[16 * i..16 * i + 16];
+            u64::from_le_bytes(e[8..].try_into().unwrap())
+        };
+        let mut buf = vec![0u8; 4096];
+        let before = (reads.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed));
+        // Inner chunk 3 of shard 1: its index, then its bytes.
+        a.read_values_at((8 + 3) * 16384 + 4096, &mut buf).unwrap();
+        assert_eq!(reads.load(Ordering::Relaxed) - before.0, 2);
+        assert_eq!(
+            bytes.load(Ordering::Relaxed) - before.1,
+            132 + entry(3),
+            "the index and one inner chunk"
+        );
+        // Inner chunk 6 of the same shard: its bytes alone.
+        let before = (reads.load(Ordering::Relaxed), bytes.load(Ordering::Relaxed));
+        a.read_values_at((8 + 6) * 16384, &mut buf).unwrap();
+        assert_eq!(reads.load(Ordering::Relaxed) - before.0, 1);
+        assert_eq!(bytes.load(Ordering::Relaxed) - before.1, entry(6));
+        assert_eq!((a.index_reads(), a.decodes()), (1, 2));
+    }
+
+    #[test]
+    fn index_entries_are_checked_against_the_file() {
+        let m = ShardMeta {
+            shape: vec![4],
+            per: vec![2],
+            index_at_start: true,
+            index_big: false,
+            index_crc: true,
+        };
+        let mut raw = Vec::new();
+        for v in [40u64, 8, MISSING, MISSING] {
+            raw.extend(v.to_le_bytes());
+        }
+        raw.extend(crc32c(&raw).to_le_bytes());
+        let mut file = raw.clone();
+        file.resize(48, 0);
+        let src: Arc<dyn Source> = Arc::new(io::MemSource::new(file.clone()));
+        let ix = Index::read(src, &m).unwrap();
+        assert_eq!(ix.entry(0).unwrap(), Some((40, 8)));
+        assert_eq!(ix.entry(1).unwrap(), None);
+        assert!(ix.entry(2).is_err());
+        // Over the index, past the end, a wrapping size.
+        for (off, nb) in [(30u64, 8u64), (41, 8), (40, u64::MAX)] {
+            let mut f = file.clone();
+            f[..16].copy_from_slice(&[off.to_le_bytes(), nb.to_le_bytes()].concat());
+            let c = crc32c(&f[..32]).to_le_bytes();
+            f[32..36].copy_from_slice(&c);
+            let ix = Index::read(Arc::new(io::MemSource::new(f)), &m).unwrap();
+            assert!(ix.entry(0).is_err(), "{off} {nb}");
+        }
+        // A wrong checksum, a file shorter than its index.
+        file[0] ^= 1;
+        assert!(Index::read(Arc::new(io::MemSource::new(file.clone())), &m).is_err());
+        assert!(Index::read(Arc::new(io::MemSource::new(&file[..30])), &m).is_err());
+    }
+}

@@ -1,0 +1,111 @@
+//! A sharded Zarr array from a remote source, written by zarr-python 3
+//! (the project's `.venv`) when the test runs: 262144 uint32 (random, so
+//! each inner chunk keeps its 16 KiB through zstd) in 2 shards of 32 inner
+//! chunks, the index at each shard's end. Once a shard's index is known, a
+//! cold random 4 KiB read of the `.npy` inside one inner chunk costs at
+//! most one GET (never one for the index again), over plain HTTP (counted by the server) and over S3 (counted by the
+//! daemon).
+
+use crate::common::*;
+use crate::counts::{mount_gets, settled};
+use crate::harness::*;
+use crate::servers::*;
+use std::os::unix::fs::FileExt;
+
+const NPY: &str = "sharded.zarr/wide.npy";
+
+const WRITE: &str = r#"
+import sys, numpy as np, zarr
+from zarr.codecs import ZstdCodec
+out = sys.argv[1]
+g = zarr.open_group(out + "/sharded.zarr", mode="w")
+a = g.create_array("wide", shape=(262144,), chunks=(4096,), shards=(131072,),
+                   dtype="u4", compressors=ZstdCodec(level=1))
+a[:] = np.random.default_rng(32).integers(0, 2**32, 262144, dtype="u4")
+np.save(out + "/wide.npy", zarr.open(out + "/sharded.zarr/wide", mode="r")[...])
+"#;
+
+/// The array written into a directory of its own, and what zarr-python
+/// reads of it (`numpy.save`d); `None` (skipped) without python outside CI.
+fn staged() -> Option<(tempfile::TempDir, Vec<u8>)> {
+    let py = python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(py)
+        .args(["-c", WRITE])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = std::fs::read(dir.path().join("wide.npy")).unwrap();
+    std::fs::remove_file(dir.path().join("wide.npy")).unwrap();
+    write_manifest(dir.path());
+    Some((dir, want))
+}
+
+/// Through mount `m`: one read in each shard (its index known), then
+/// random page-aligned 4 KiB reads each inside one inner chunk whose
+/// neighbours were not read yet, each costing at most one GET by `count`.
+fn random_reads(m: &RemoteMount, want: &[u8], count: &dyn Fn() -> u64) {
+    let f = std::fs::File::open(m.path(NPY)).unwrap();
+    // Page 4g + 2 of the file lies inside inner chunk g (16 KiB of values
+    // after a 128-byte header).
+    assert_eq!(want.len(), 128 + 262144 * 4);
+    let read = |g: u64| {
+        let off = (4 * g + 2) * 4096;
+        let mut buf = vec![0u8; 4096];
+        f.read_exact_at(&mut buf, off).unwrap();
+        assert!(
+            buf[..] == want[off as usize..off as usize + 4096],
+            "inner chunk {g}"
+        );
+    };
+    // The last inner chunk of each shard, beside its index: the shard's
+    // index and the inner chunk, at most 2 GETs (1 when one read-around
+    // holds both).
+    for g in [31, 63] {
+        let before = settled(count);
+        read(g);
+        let cost = settled(count) - before;
+        assert!(cost <= 2, "the first read of shard {}: {cost} GETs", g / 32);
+    }
+    // Inner chunks 64 KiB and more apart, away from each shard's ends: at
+    // most one GET each (none when the source's read-ahead, which takes
+    // reads close together in one object for a scan, fetched them).
+    let mut total = 0;
+    for g in [12, 44, 20, 52, 8, 40] {
+        let before = settled(count);
+        read(g);
+        let cost = settled(count) - before;
+        assert!(cost <= 1, "a random read of inner chunk {g}: {cost} GETs");
+        total += cost;
+    }
+    assert!(total >= 2, "the cold reads cost {total} GETs: not cold");
+}
+
+#[test]
+fn http_random_reads_of_a_sharded_array_cost_one_get() {
+    if !fuse_available() {
+        return;
+    }
+    let Some((dir, want)) = staged() else { return };
+    let Some(srv) = Faulty::start(dir.path()) else {
+        return;
+    };
+    let mut m = Remote::http(&srv).mount(&[MANIFEST]);
+    random_reads(&m, &want, &|| srv.gets());
+    m.unmount();
+}
+
+#[test]
+fn s3_random_reads_of_a_sharded_array_cost_one_get() {
+    if !fuse_available() {
+        return;
+    }
+    let Some((dir, want)) = staged() else { return };
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("shards");
+    moto.upload("shards", "t", dir.path());
+    let mut m = Remote::s3(&moto, "shards", "t").mount(&["xattr"]);
+    random_reads(&m, &want, &|| mount_gets(&m));
+    m.unmount();
+}
