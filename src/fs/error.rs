@@ -10,8 +10,8 @@
 //! also how the local tree and the remote stores fail (through
 //! `blosc_decode::error::errno_of`, the workspace's one mapping of I/O
 //! errors). `crate::fuse` alone answers the kernel with
-//! [`Error::errno`]. The errno values the tree chooses itself are named
-//! by the constructors below.
+//! [`Error::errno`]. The errno values the tree and its local sources
+//! (`src/local/`) choose themselves are named by the constructors below.
 //!
 //! An error is logged where it is decided (once: repeated failures of one
 //! file through `Fs::warn_once`), not where it is answered.
@@ -98,6 +98,11 @@ impl Error {
     /// A symbolic link opened as a file: `ELOOP`.
     pub fn symlink() -> Error {
         Error::of(libc::ELOOP)
+    }
+    /// A path with a name too long to look up (past `NAME_MAX`):
+    /// `ENAMETOOLONG`.
+    pub fn name_too_long() -> Error {
+        Error::of(libc::ENAMETOOLONG)
     }
     /// Opened for writing: `EROFS`.
     pub fn read_only() -> Error {
@@ -262,6 +267,7 @@ mod tests {
             (Error::not_dir(), libc::ENOTDIR),
             (Error::is_dir(), libc::EISDIR),
             (Error::symlink(), libc::ELOOP),
+            (Error::name_too_long(), libc::ENAMETOOLONG),
             (Error::read_only(), libc::EROFS),
             (Error::denied(), libc::EACCES),
             (Error::io(), libc::EIO),

@@ -40,6 +40,7 @@ mod read;
 mod remote_tree;
 mod source_tree;
 mod stores;
+mod wrapped;
 mod xattr;
 mod zarr;
 

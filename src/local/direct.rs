@@ -29,6 +29,12 @@ pub struct DirectFile {
     direct_ok: AtomicBool,
 }
 
+impl AsRef<FileSource> for DirectFile {
+    fn as_ref(&self) -> &FileSource {
+        &self.file
+    }
+}
+
 impl DirectFile {
     /// `file`, with block reads that may bypass the page cache.
     pub fn new(file: FileSource) -> Self {

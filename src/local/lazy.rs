@@ -1,11 +1,11 @@
-//! [`LazyFileSource`]: a file opened on first use, and kept open while few
-//! enough are.
+//! [`LazyFileSource`]: a chunk file opened on first use (the library's
+//! `LazyFile`), kept open while few enough are, process-wide.
 
 use super::srcdir::SourceDir;
 use super::DirectFile;
-use blosc_decode::io::{Access, Source, Stamp};
+use blosc_decode::io::{LazyFile, Opener};
 use blosc_decode::Result;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
@@ -38,126 +38,58 @@ pub fn max_kept_open() -> usize {
 
 static KEPT_OPEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// A file opened on first use (sparse frames may have thousands of chunk
-/// files; most are never read), and kept open while fewer than
-/// [`max_kept_open`] such files are. A file opened again must be the
-/// version first opened (else the read fails as `Changed`).
-pub struct LazyFileSource {
-    path: PathBuf,
-    /// The directory it is opened in by name (`SourceDir::open_file`'s
-    /// rules), or none: opened by its path.
-    dir: Option<Arc<SourceDir>>,
-    kept: OnceLock<DirectFile>,
-    /// The file's stamp at the first open (its length among it).
-    first: OnceLock<Stamp>,
+/// How many lazily opened files are kept open now (all sources).
+pub fn kept_open() -> usize {
+    KEPT_OPEN.load(Ordering::Relaxed)
 }
 
-impl LazyFileSource {
-    /// The file at `path`, opened on its first read.
-    pub fn new(path: PathBuf) -> Self {
-        LazyFileSource {
-            path,
-            dir: None,
-            kept: OnceLock::new(),
-            first: OnceLock::new(),
-        }
-    }
+/// How the daemon opens a chunk file on its first read: by its path (of
+/// any length) or by name in its directory ([`SourceDir::open_file`]'s
+/// rules, never by a path looked up again); kept open while fewer than
+/// [`max_kept_open`] such files are, process-wide.
+pub enum Budgeted {
+    /// Opened by its path.
+    Path,
+    /// Opened by name in this directory.
+    InDir(Arc<SourceDir>),
+}
 
-    /// The file `name` in `dir`, opened there by [`SourceDir::open_file`]'s
-    /// rules (never by a path looked up again).
-    pub fn in_dir(dir: Arc<SourceDir>, name: &str) -> Self {
-        LazyFileSource {
-            path: dir.path().join(name),
-            dir: Some(dir),
-            kept: OnceLock::new(),
-            first: OnceLock::new(),
-        }
-    }
-
-    /// How many lazily opened files are kept open now (all sources).
-    pub fn kept_open() -> usize {
-        KEPT_OPEN.load(Ordering::Relaxed)
-    }
-
-    /// Run `f` on the file: the one kept open, or one opened for this call.
-    fn with<R>(&self, f: impl FnOnce(&DirectFile) -> Result<R>) -> Result<R> {
-        if let Some(k) = self.kept.get() {
-            return f(k);
-        }
-        let file = match &self.dir {
-            Some(d) => {
-                let name = self.path.file_name().unwrap_or_default();
-                super::open_in(d, &name.to_string_lossy())?
+impl Opener for Budgeted {
+    type File = DirectFile;
+    fn open(&self, path: &Path) -> Result<DirectFile> {
+        match self {
+            Budgeted::Path => super::open_file(path),
+            Budgeted::InDir(d) => {
+                let name = path.file_name().unwrap_or_default();
+                super::open_in(d, &name.to_string_lossy())
             }
-            None => super::open_file(&self.path)?,
-        };
-        let first = *self.first.get_or_init(|| file.stamp());
-        first.check(file.stamp(), &self.path)?;
+        }
+    }
+    fn keep(&self) -> bool {
         if KEPT_OPEN.fetch_add(1, Ordering::Relaxed) < max_kept_open() {
-            match self.kept.set(file) {
-                Ok(()) => return f(self.kept.get().expect("just set")),
-                // Another thread kept its own: use that one.
-                Err(ours) => {
-                    KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
-                    drop(ours);
-                    return f(self.kept.get().expect("set by another thread"));
-                }
-            }
+            return true;
         }
         KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
-        f(&file)
+        false
+    }
+    fn release(&self) {
+        KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
-impl Drop for LazyFileSource {
-    fn drop(&mut self) {
-        if self.kept.get().is_some() {
-            KEPT_OPEN.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
+/// A chunk file opened on first use within the descriptor budget (see
+/// [`Budgeted`]).
+pub type LazyFileSource = LazyFile<Budgeted>;
 
-impl Source for LazyFileSource {
-    /// The file's length; if it cannot be opened, `u64::MAX`, so that
-    /// length checks pass and the read itself reports the open error (with
-    /// the file's name) instead of a misleading "source has 0 bytes".
-    fn len(&self) -> u64 {
-        if let Some(first) = self.first.get() {
-            return first.size;
-        }
-        self.with(|f| Ok(f.len())).unwrap_or(u64::MAX)
-    }
-    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.with(|f| f.read_exact_at(offset, buf))
-    }
-    fn gone(&self) -> bool {
-        self.kept.get().is_some_and(|f| f.gone())
-    }
-    /// Forwarded while the file is kept open (a hint never opens a chunk
-    /// file: a sparse frame's thousands of them would each hold a
-    /// descriptor).
-    fn will_need(&self, offset: u64, len: u64) {
-        if let Some(f) = self.kept.get() {
-            f.will_need(offset, len);
-        }
-    }
-    fn read_span<'a>(
-        &self,
-        offset: u64,
-        len: usize,
-        access: Access,
-        scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
-        self.with(|f| f.read_span(offset, len, access, scratch))
-    }
-    fn path(&self) -> Option<&Path> {
-        Some(&self.path)
-    }
+/// The file `name` in `dir`, opened there on its first read.
+pub fn lazy_in_dir(dir: Arc<SourceDir>, name: &str) -> LazyFileSource {
+    LazyFile::new(dir.path().join(name), Budgeted::InDir(dir))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blosc_decode::io::{Access, Source};
 
     /// More lazily opened files than may be kept open: every one reads
     /// exactly, no more than the cap stay open, and one opened again for a
@@ -171,7 +103,7 @@ mod tests {
                 let p = d.path().join(format!("{i}"));
                 let data: Vec<u8> = (0..5000u32).map(|k| (k * 7 + i as u32) as u8).collect();
                 std::fs::write(&p, &data).unwrap();
-                (LazyFileSource::new(p), data)
+                (LazyFile::new(p, Budgeted::Path), data)
             })
             .collect();
         let mut scratch = Vec::new();
@@ -184,7 +116,7 @@ mod tests {
                 assert_eq!(got, &data[100..4100]);
             }
         }
-        assert!(LazyFileSource::kept_open() <= max_kept_open());
+        assert!(kept_open() <= max_kept_open());
         // The last ones were not kept: opened again, they must not have changed.
         let (last, data) = srcs.last().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -77,7 +77,7 @@ fn open_dir(dir: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
 /// descriptor, and the rest of the path relative to it (short enough to
 /// follow `/proc/self/fd/N/`). One descriptor is held at a time.
 fn resolve_dir(b: &[u8]) -> io::Result<(OwnedFd, &[u8])> {
-    let too_long = || io::Error::from_raw_os_error(libc::ENAMETOOLONG);
+    let too_long = || io::Error::from(crate::fs::Error::name_too_long());
     let first = cut(b, SHORT).ok_or_else(too_long)?;
     let mut dir = open_dir(None, &b[..first])?;
     let mut rest = &b[first + 1..];

@@ -12,7 +12,7 @@ pub mod longpath;
 pub mod srcdir;
 
 pub use direct::DirectFile;
-pub use lazy::{fd_limit, fd_limits, max_kept_open, LazyFileSource};
+pub use lazy::{fd_limit, fd_limits, lazy_in_dir, max_kept_open, LazyFileSource};
 pub use srcdir::{Caller, SourceDir};
 
 use blosc_decode::detect::{self, Probe};
@@ -98,6 +98,6 @@ impl FrameFiles for FrameDir {
         Ok(Arc::new(open_in(&self.0, "chunks.b2frame")?))
     }
     fn chunk(&self, name: &str) -> Arc<dyn Source> {
-        Arc::new(LazyFileSource::in_dir(self.0.clone(), name))
+        Arc::new(lazy_in_dir(self.0.clone(), name))
     }
 }

@@ -54,7 +54,7 @@ fn stat_at(dir: &File, name: &CString) -> std::io::Result<(bool, u32)> {
 
 /// A file the rules refuse to open: `EIO`, with the reason.
 fn refused(reason: String) -> Error {
-    Error::io(libc::EIO, reason)
+    crate::fs::Error::io().in_source(reason)
 }
 
 impl SourceDir {

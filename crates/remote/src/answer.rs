@@ -1,7 +1,8 @@
 //! What an answer to a GET means: its status, `Content-Range`, `ETag` and
 //! `Last-Modified` read here, its body checked against what was asked.
 
-use crate::fetch::{classify, Answer, Attempt, FetchError};
+use crate::error::FetchError;
+use crate::fetch::{classify, Answer, Attempt};
 use crate::net::is_too_long;
 use crate::parse;
 use bytes::Bytes;
@@ -44,9 +45,9 @@ pub async fn object(res: HttpResponse, want: &Want) -> Attempt<Answer> {
             let cr = header(http::header::CONTENT_RANGE).unwrap_or_default();
             let (a, b, total) = parse::content_range(&cr).ok_or_else(|| {
                 let m = format!("206 with an unusable Content-Range `{cr}`");
-                (FetchError::Io(libc::EIO, m), false)
+                (FetchError::failed(m), false)
             })?;
-            check_range(want, a, b, total).map_err(|m| (FetchError::Io(libc::EIO, m), false))?;
+            check_range(want, a, b, total).map_err(|m| (FetchError::failed(m), false))?;
             (a, total)
         }
         (200, Want::Empty) => {
@@ -72,7 +73,7 @@ pub async fn object(res: HttpResponse, want: &Want) -> Attempt<Answer> {
     };
     if got != asked {
         let m = format!("the answer broke off after {got} of {asked} bytes");
-        return Err((FetchError::Io(libc::EIO, m), true));
+        return Err((FetchError::failed(m), true));
     }
     Ok(Answer {
         data,
@@ -124,9 +125,9 @@ pub async fn failed(res: HttpResponse) -> (FetchError, bool) {
         404 if m.starts_with("no such") => (FetchError::Gone(m), false),
         404 => (FetchError::Gone(format!("no such object ({m})")), false),
         416 => (FetchError::NoRange(m), false),
-        401 | 403 => (FetchError::Io(libc::EACCES, m), false),
-        429 | 500..=599 => (FetchError::Io(libc::EIO, m), true),
-        _ => (FetchError::Io(libc::EIO, m), false),
+        401 | 403 => (FetchError::denied(m), false),
+        429 | 500..=599 => (FetchError::failed(m), true),
+        _ => (FetchError::failed(m), false),
     }
 }
 

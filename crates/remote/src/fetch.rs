@@ -10,6 +10,7 @@
 //! what an answer says against the pinned version (see [`Pin`]).
 
 use crate::answer::{self, Want};
+use crate::error::FetchError;
 use crate::net::{chain, is_final, is_timeout, Counters, Counting};
 use crate::s3::Bucket;
 use crate::Object;
@@ -18,55 +19,6 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-/// Why a fetch failed.
-#[derive(Clone, Debug)]
-pub enum FetchError {
-    /// The object is not the version that was opened (or is gone).
-    Changed(String),
-    /// The object is not there (404): `ENOENT` for a stat, a changed
-    /// object for a read of an opened one.
-    Gone(String),
-    /// The server answers no byte range of it (416, or a 200 to a ranged
-    /// request): `EIO`.
-    NoRange(String),
-    /// Anything else, with the errno to report.
-    Io(i32, String),
-    /// A read-ahead was called off before it finished (internal).
-    Cancelled,
-}
-
-impl FetchError {
-    /// Into the library's error.
-    pub fn into_decode(self) -> blosc_decode::Error {
-        match self {
-            FetchError::Changed(m) | FetchError::Gone(m) => blosc_decode::Error::changed(m),
-            FetchError::NoRange(m) => blosc_decode::Error::io(libc::EIO, m),
-            FetchError::Io(n, m) => blosc_decode::Error::io(n, m),
-            FetchError::Cancelled => blosc_decode::Error::io(libc::EIO, "read-ahead cancelled"),
-        }
-    }
-    /// Into an `std::io::Error` (a changed object is `ESTALE`).
-    pub fn into_io(self) -> std::io::Error {
-        match self {
-            FetchError::Changed(m) => crate::net::io_err(libc::ESTALE, m),
-            FetchError::Gone(m) => crate::net::io_err(libc::ENOENT, m),
-            FetchError::NoRange(m) => crate::net::io_err(libc::EIO, m),
-            FetchError::Io(n, m) => crate::net::io_err(n, m),
-            FetchError::Cancelled => crate::net::io_err(libc::EIO, "read-ahead cancelled"),
-        }
-    }
-    /// The same error, its message after `what`.
-    pub fn named(self, what: &str) -> FetchError {
-        match self {
-            FetchError::Changed(m) => FetchError::Changed(format!("{what}: {m}")),
-            FetchError::Gone(m) => FetchError::Gone(format!("{what}: {m}")),
-            FetchError::NoRange(m) => FetchError::NoRange(format!("{what}: {m}")),
-            FetchError::Io(n, m) => FetchError::Io(n, format!("{what}: {m}")),
-            FetchError::Cancelled => FetchError::Cancelled,
-        }
-    }
-}
 
 /// An object version being read: the [`Object`] it was opened as, and
 /// what the first answer said of it. A strong ETag goes with every request
@@ -170,10 +122,8 @@ impl Fetcher {
             )));
         }
         if ans.data.len() as u64 != want {
-            return Err(FetchError::Io(
-                libc::EIO,
-                format!("{what}: {} bytes in the answer", ans.data.len()),
-            ));
+            let m = format!("{what}: {} bytes in the answer", ans.data.len());
+            return Err(FetchError::failed(m));
         }
         Ok(ans.data)
     }
@@ -218,7 +168,7 @@ impl Fetcher {
         }
         let mut req = req
             .body(object_store::client::HttpRequestBody::empty())
-            .map_err(|e| (FetchError::Io(libc::EINVAL, e.to_string()), false))?;
+            .map_err(|e| (FetchError::invalid(e.to_string()), false))?;
         if let Some(b) = &self.bucket {
             b.sign(&mut req).await.map_err(|e| (e, false))?;
         }
@@ -242,10 +192,8 @@ impl Fetcher {
             let left = deadline.saturating_duration_since(Instant::now());
             let err = match tokio::time::timeout(left, attempt()).await {
                 Err(_) => {
-                    return Err(FetchError::Io(
-                        libc::ETIMEDOUT,
-                        format!("no complete answer in {:?}", self.budget()),
-                    ))
+                    let m = format!("no complete answer in {:?}", self.budget());
+                    return Err(FetchError::timed_out(m));
                 }
                 Ok(Ok(a)) => return Ok(a),
                 Ok(Err((e, false))) => return Err(e),
@@ -279,9 +227,9 @@ fn backoff(attempt: u32) -> Duration {
 /// A failed request (or body) as a [`FetchError`].
 pub fn classify(e: &object_store::client::HttpError) -> FetchError {
     if is_timeout(e) {
-        FetchError::Io(libc::ETIMEDOUT, chain(e))
+        FetchError::timed_out(chain(e))
     } else {
-        FetchError::Io(libc::EIO, plain_hint(chain(e)))
+        FetchError::failed(plain_hint(chain(e)))
     }
 }
 
@@ -301,20 +249,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn errors_map_to_errnos() {
+    fn a_failed_request_is_a_timeout_or_a_failure() {
+        use crate::error::{errno_of, failed};
         use object_store::client::{HttpError, HttpErrorKind};
+        // Answered as the store failing (the errno of `failed`).
+        let failure = |f: &FetchError| errno_of(&f.clone().into_io()) == errno_of(&failed(""));
         let e = HttpError::new(HttpErrorKind::Timeout, std::io::Error::other("slow"));
-        assert!(matches!(classify(&e), FetchError::Io(libc::ETIMEDOUT, _)));
+        assert!(classify(&e).is_timeout());
         let e = HttpError::new(HttpErrorKind::Connect, std::io::Error::other("refused"));
-        assert!(matches!(classify(&e), FetchError::Io(libc::EIO, ref m) if !m.contains("http://")));
+        let f = classify(&e);
+        assert!(failure(&f) && matches!(f, FetchError::Io(_, ref m) if !m.contains("http://")));
         let tls = std::io::Error::other("received corrupt message of type InvalidContentType");
-        let e = HttpError::new(HttpErrorKind::Connect, tls);
-        assert!(
-            matches!(classify(&e), FetchError::Io(libc::EIO, ref m) if m.ends_with("is it an http:// server?"))
-        );
+        let f = classify(&HttpError::new(HttpErrorKind::Connect, tls));
+        assert!(failure(&f));
+        assert!(matches!(f, FetchError::Io(_, ref m) if m.ends_with("is it an http:// server?")));
         let e = FetchError::Gone("404".into());
-        assert_eq!(e.clone().into_io().kind(), std::io::ErrorKind::NotFound);
-        assert_eq!(crate::errno_of(&e.into_io()), libc::ENOENT);
+        assert_eq!(e.into_io().kind(), std::io::ErrorKind::NotFound);
         let d = FetchError::Changed("x".into()).into_decode();
         assert_eq!(d.kind, blosc_decode::error::ErrorKind::Changed);
         let n = FetchError::NoRange("416".into()).named("GET x");

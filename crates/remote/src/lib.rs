@@ -141,7 +141,6 @@ mod session;
 mod tests;
 mod url;
 
-pub(crate) use error::errno_of;
 pub use location::{check_endpoint, check_region, Location};
 pub use net::Stats;
 pub use object::RemoteObject;

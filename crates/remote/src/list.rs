@@ -2,9 +2,9 @@
 
 use crate::answer::Want;
 use crate::connect::{join, Backend};
-use crate::fetch::FetchError;
+use crate::error::{self, invalid, not_dir, not_found, FetchError};
 use crate::names::Skipped;
-use crate::net::{block_on, io_err};
+use crate::net::block_on;
 use crate::page_cache::PAGE;
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
@@ -22,10 +22,7 @@ const PROBES: usize = 16;
 
 pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
     if !dir.is_empty() && !parse::showable_path(dir) {
-        return Err(io_err(
-            libc::EINVAL,
-            format!("{}: bad directory `{dir}`", core.loc),
-        ));
+        return Err(invalid(format!("{}: bad directory `{dir}`", core.loc)));
     }
     let mut l = match &core.backend {
         Backend::S3 { prefix, bucket } => {
@@ -34,17 +31,12 @@ pub fn list(core: &Arc<Core>, dir: &str) -> Result<Listing> {
             match block_on(xml_pages(core, &url, &keys, false)) {
                 // The location itself holding nothing is an empty
                 // directory, as `ls` of an empty prefix is.
-                Err(e) if dir.is_empty() && crate::errno_of(&e) == libc::ENOENT => {
-                    Listing::default()
-                }
+                Err(e) if dir.is_empty() && error::is_not_found(&e) => Listing::default(),
                 r => r?.expect("a whole listing"),
             }
         }
         Backend::Http { leaf, .. } if !leaf.is_empty() => {
-            return Err(io_err(
-                libc::ENOTDIR,
-                format!("{}: an object, not a directory", core.loc),
-            ))
+            return Err(not_dir(format!("{}: an object, not a directory", core.loc)))
         }
         Backend::Http { .. } if core.opts.manifest.is_some() => {
             let tree = manifest(core)?;
@@ -83,10 +75,7 @@ fn dirs_win(l: &mut Listing) -> Skipped {
 
 pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
     if !key.is_empty() && !parse::showable_path(key) {
-        return Err(io_err(
-            libc::ENOENT,
-            format!("{}: bad key `{key}`", core.loc),
-        ));
+        return Err(not_found(format!("{}: bad key `{key}`", core.loc)));
     }
     match &core.backend {
         Backend::S3 { prefix, .. } if join(prefix, key).is_empty() => return Ok(Entry::Dir),
@@ -107,10 +96,10 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
                 Some(None) => block_on(probe(core, key))
                     .map(Entry::Object)
                     .map_err(FetchError::into_io),
-                None => Err(io_err(
-                    libc::ENOENT,
-                    format!("{}: no `{key}` in the manifest", core.loc),
-                )),
+                None => Err(not_found(format!(
+                    "{}: no `{key}` in the manifest",
+                    core.loc
+                ))),
             };
         }
         _ => {}
@@ -120,7 +109,7 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
         Ok(o) => return Ok(Entry::Object(o)),
         // A server that does not answer in time would not answer a
         // listing either.
-        Err(e @ FetchError::Io(libc::ETIMEDOUT, _)) => return Err(e.into_io()),
+        Err(e) if e.is_timeout() => return Err(e.into_io()),
         Err(e) => e,
     };
     // Not an object: a directory if anything is listed under it.
@@ -133,7 +122,7 @@ pub fn stat(core: &Arc<Core>, key: &str) -> Result<Entry> {
     match dir {
         true => Ok(Entry::Dir),
         false => match err {
-            FetchError::Gone(m) => Err(io_err(libc::ENOENT, m)),
+            FetchError::Gone(m) => Err(not_found(m)),
             e => Err(e.into_io()),
         },
     }
@@ -232,12 +221,9 @@ pub fn list_start(core: &Arc<Core>, dir: &str, start: &str) -> Result<Option<Lis
 /// One level of `tree`, sizes it lacks probed concurrently (objects that
 /// cannot be read by range are left out).
 fn from_tree(core: &Arc<Core>, tree: &Tree, dir: &str, key_dir: &str) -> Result<Listing> {
-    let level = tree.level(dir).ok_or_else(|| {
-        io_err(
-            libc::ENOENT,
-            format!("{}/{dir}: no such directory", core.loc),
-        )
-    })?;
+    let level = tree
+        .level(dir)
+        .ok_or_else(|| not_found(format!("{}/{dir}: no such directory", core.loc)))?;
     let mut l = Listing {
         dirs: level.dirs.iter().cloned().collect(),
         objects: Vec::new(),

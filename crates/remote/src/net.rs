@@ -1,6 +1,5 @@
 //! The network runtime, request counting and error mapping.
 
-pub(crate) use crate::error::io_err;
 use crate::redirect::{Guarded, Redirects};
 use crate::session::Session;
 use object_store::client::{

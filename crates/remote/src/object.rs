@@ -1,6 +1,7 @@
 //! Positional reads of one remote object version, through the page cache.
 
-use crate::fetch::{FetchError, Pin};
+use crate::error::FetchError;
+use crate::fetch::Pin;
 use crate::hints::Hints;
 use crate::net::{block_on, runtime, Counters};
 use crate::page_cache::{self, Version, PAGE};
@@ -162,13 +163,9 @@ impl RemoteObject {
                 return Ok(());
             }
         }
-        Err(self.failed(FetchError::Io(
-            libc::EIO,
-            format!(
-                "{}: the fetch kept being cancelled",
-                self.core.fetcher.url(&self.obj.key)
-            ),
-        )))
+        let url = self.core.fetcher.url(&self.obj.key);
+        let m = format!("{url}: the fetch kept being cancelled");
+        Err(self.failed(FetchError::failed(m)))
     }
 
     /// `run` extended within `window` over pages neither cached nor being

@@ -3,7 +3,7 @@
 //! without blocking on it), up to a bound, and a secret only if neither
 //! its group nor others may read it.
 
-use crate::net::io_err;
+use crate::error::invalid;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
@@ -27,12 +27,7 @@ pub struct Rules {
 /// the reason if it is not a regular file, is longer than allowed, or
 /// (a secret) is readable by others.
 pub fn read(file: &Path, rules: &Rules) -> std::io::Result<Vec<u8>> {
-    let bad = |why: String| {
-        io_err(
-            libc::EINVAL,
-            format!("{} {}: {why}", rules.option, file.display()),
-        )
-    };
+    let bad = |why: String| invalid(format!("{} {}: {why}", rules.option, file.display()));
     // O_NONBLOCK: opening a FIFO does not wait for a writer.
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -45,14 +40,11 @@ pub fn read(file: &Path, rules: &Rules) -> std::io::Result<Vec<u8>> {
     }
     let mode = md.mode() & 0o7777;
     if rules.secret && mode & 0o044 != 0 {
-        return Err(io_err(
-            libc::EINVAL,
-            format!(
-                "{} {} is readable by its group or others (mode {mode:04o}): chmod 600 it",
-                rules.option,
-                file.display()
-            ),
-        ));
+        return Err(invalid(format!(
+            "{} {} is readable by its group or others (mode {mode:04o}): chmod 600 it",
+            rules.option,
+            file.display()
+        )));
     }
     let too_long = || bad(format!("more than {} bytes", rules.max));
     if md.len() > rules.max {

@@ -5,8 +5,9 @@
 
 use crate::answer;
 use crate::connect::{join, Backend};
+use crate::error::{denied, failed, not_found};
 use crate::names::{showable, Skipped};
-use crate::net::{block_on, io_err};
+use crate::net::block_on;
 use crate::parse::{self, Tree};
 use crate::{url, Core, Listing, Object};
 use std::io;
@@ -43,12 +44,10 @@ pub fn manifest(core: &Arc<Core>) -> Result<Arc<Tree>> {
     let url = url::under(base, name);
     let (status, body) = block_on(get(core, &url))?;
     if status != 200 {
-        return Err(io_err(libc::EIO, format!("GET {url}: {status}")));
+        return Err(failed(format!("GET {url}: {status}")));
     }
-    let text =
-        std::str::from_utf8(&body).map_err(|_| io_err(libc::EIO, format!("{url}: not UTF-8")))?;
-    let (items, skipped) =
-        parse::manifest(text).map_err(|e| io_err(libc::EIO, format!("{url}: {e}")))?;
+    let text = std::str::from_utf8(&body).map_err(|_| failed(format!("{url}: not UTF-8")))?;
+    let (items, skipped) = parse::manifest(text).map_err(|e| failed(format!("{url}: {e}")))?;
     skipped.log(&format!("manifest {url}"));
     let t = Arc::new(Tree::new(items));
     *manifest.lock() = Some(t.clone());
@@ -61,10 +60,10 @@ pub async fn crate_list(core: &Core, url: &str, path: &str) -> Result<(Vec<Strin
     let u = format!("{url}/api/list/{}", url::path(path));
     let (status, body) = get(core, &u).await?;
     match status {
-        200 => parse::caterva2_list(&body).map_err(|e| io_err(libc::EIO, format!("GET {u}: {e}"))),
-        404 => Err(io_err(libc::ENOENT, format!("GET {u}: 404"))),
-        401 | 403 => Err(io_err(libc::EACCES, format!("GET {u}: {status}"))),
-        s => Err(io_err(libc::EIO, format!("GET {u}: {s}"))),
+        200 => parse::caterva2_list(&body).map_err(|e| failed(format!("GET {u}: {e}"))),
+        404 => Err(not_found(format!("GET {u}: 404"))),
+        401 | 403 => Err(denied(format!("GET {u}: {status}"))),
+        s => Err(failed(format!("GET {u}: {s}"))),
     }
 }
 
@@ -105,12 +104,12 @@ impl Paging {
                 "{what}: more than {MAX_ENTRIES} entries or {} MiB of names, more than one directory may hold",
                 MAX_NAME_BYTES >> 20
             );
-            return Err(io_err(libc::EIO, m));
+            return Err(failed(m));
         }
         match token {
             Some(t) if !self.seen.insert(t.clone()) => {
                 let m = format!("{what}: the server gave the continuation token {t:?} again (its listing would not end)");
-                Err(io_err(libc::EIO, m))
+                Err(failed(m))
             }
             t => Ok(t),
         }
@@ -144,7 +143,7 @@ pub async fn xml_list(core: &Core, base: &str, dir: &str) -> Result<Listing> {
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| io_err(libc::EIO, format!("{base}: no listing"))))
+    Err(last.unwrap_or_else(|| failed(format!("{base}: no listing"))))
 }
 
 /// The keys a listing asks for: those starting with `dir` + `start`, named
@@ -206,11 +205,10 @@ pub async fn xml_pages(
         if status != 200 {
             let words = parse::s3_error(&body).map(|w| format!(" ({w})"));
             let m = format!("GET {u}: {status}{}", words.unwrap_or_default());
-            return Err(io_err(libc::EIO, m));
+            return Err(failed(m));
         }
         let text = String::from_utf8_lossy(&body);
-        let page =
-            parse::xml_listing(&text).map_err(|e| io_err(libc::EIO, format!("GET {u}: {e}")))?;
+        let page = parse::xml_listing(&text).map_err(|e| failed(format!("GET {u}: {e}")))?;
         drop(text);
         let (n, bytes) = add_page(
             &mut l,
@@ -233,7 +231,7 @@ pub async fn xml_pages(
         skipped.log(&what);
     }
     if !one_page && !keys.dir.is_empty() && l.dirs.is_empty() && l.objects.is_empty() {
-        return Err(io_err(libc::ENOENT, format!("{what}: nothing there")));
+        return Err(not_found(format!("{what}: nothing there")));
     }
     Ok(Some(l))
 }

@@ -2,7 +2,7 @@
 //! derives it from its configuration, and SigV4 signatures with the
 //! credential object_store's chain gives (none for unsigned requests).
 
-use crate::fetch::FetchError;
+use crate::error::FetchError;
 use crate::net::chain;
 use object_store::aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey, AwsAuthorizer};
 use object_store::client::HttpRequest;
@@ -74,10 +74,8 @@ fn chain_of(builder: &AmazonS3Builder, env: impl Fn(&str) -> Option<String>) -> 
 /// panics on a header value it cannot make).
 fn header_safe(what: &str, v: &str) -> Result<(), FetchError> {
     if reqwest::header::HeaderValue::from_str(v).is_err() {
-        return Err(FetchError::Io(
-            libc::EACCES,
-            format!("{what}: a control or non-ASCII character in it"),
-        ));
+        let m = format!("{what}: a control or non-ASCII character in it");
+        return Err(FetchError::denied(m));
     }
     Ok(())
 }
@@ -131,7 +129,7 @@ impl Bucket {
                 .map_err(|e| format!("AWS container credentials (AWS_CONTAINER_CREDENTIALS_*): {}", chain(&e))),
             Chain::Static => got.await.map_err(|e| format!("AWS credentials: {}", chain(&e))),
         }
-        .map_err(|m| FetchError::Io(libc::EACCES, m))?;
+        .map_err(FetchError::denied)?;
         header_safe("AWS_ACCESS_KEY_ID", &cred.key_id)?;
         if let Some(t) = &cred.token {
             header_safe("AWS_SESSION_TOKEN", t)?;

@@ -1,7 +1,8 @@
 //! A Caterva2 login: the session cookie every request carries, renewed
 //! when the server stops taking it (its tokens expire after 12 hours).
 
-use crate::net::{chain, io_err};
+use crate::error::{denied, failed, invalid};
+use crate::net::chain;
 use crate::optfile;
 use object_store::client::{HttpClient, HttpError, HttpRequest, HttpResponse};
 use object_store::HeaderValue;
@@ -82,24 +83,23 @@ impl Session {
             max: optfile::MAX_PASSWORD_FILE,
             secret: true,
         };
-        let bytes = optfile::read(file, &rules)
-            .map_err(|e| io_err(libc::EINVAL, format!("{what}: {e}")))?;
+        let bytes = optfile::read(file, &rules).map_err(|e| invalid(format!("{what}: {e}")))?;
         let password = String::from_utf8(bytes).map_err(|_| {
             let m = format!("{what}: password_file {}: not UTF-8", file.display());
-            io_err(libc::EINVAL, m)
+            invalid(m)
         })?;
         let password = password.lines().next().unwrap_or("");
         let body = format!("username={}&password={}", form(&self.user), form(password));
         let req = http::Request::post(format!("{}/auth/jwt/login", self.url))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body.into())
-            .map_err(|e| io_err(libc::EINVAL, format!("{what}: {e}")))?;
+            .map_err(|e| invalid(format!("{what}: {e}")))?;
         let res = send(req)
             .await
-            .map_err(|e| io_err(libc::EIO, format!("{what}: {}", chain(&e))))?;
+            .map_err(|e| failed(format!("{what}: {}", chain(&e))))?;
         let status = res.status();
         if !status.is_success() {
-            return Err(io_err(libc::EACCES, format!("{what}: refused ({status})")));
+            return Err(denied(format!("{what}: refused ({status})")));
         }
         let cookie = res
             .headers()
@@ -108,14 +108,9 @@ impl Session {
             .filter_map(|v| v.to_str().ok())
             .map(|v| v.split(';').next().unwrap_or("").trim().to_string())
             .find(|c| c.contains('='))
-            .ok_or_else(|| {
-                io_err(
-                    libc::EACCES,
-                    format!("{what}: no session cookie in the answer"),
-                )
-            })?;
+            .ok_or_else(|| denied(format!("{what}: no session cookie in the answer")))?;
         let mut v = HeaderValue::from_str(&cookie)
-            .map_err(|_| io_err(libc::EACCES, format!("{what}: an unusable cookie")))?;
+            .map_err(|_| denied(format!("{what}: an unusable cookie")))?;
         v.set_sensitive(true);
         let mut c = self.cookie.lock();
         *c = (Some(v), c.1 + 1);

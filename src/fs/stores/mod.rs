@@ -23,8 +23,8 @@ mod store;
 pub mod table_cli;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
+use super::wrapped::WrappedTree;
 use super::Error;
-use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{Source, Stamp};
@@ -348,15 +348,10 @@ impl RawFile for LeafFile {
     }
 }
 
-impl SourceTree for StoreTree {
-    fn root(&self) -> &Path {
-        self.inner.root()
+impl WrappedTree for StoreTree {
+    fn inner(&self) -> &dyn SourceTree {
+        &*self.inner
     }
-
-    fn hides(&self, path: &Path) -> bool {
-        self.inner.hides(path)
-    }
-
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
         let mut names = self.list_stored(dir)?;
         names.extend(self.tables.name_in(self, &self.env, dir, &names));
@@ -452,17 +447,5 @@ impl SourceTree for StoreTree {
             true => (0, 0),
             false => self.inner.dir_container_access(path, meta),
         }
-    }
-
-    fn statfs(&self) -> std::io::Result<Statfs> {
-        self.inner.statfs()
-    }
-
-    fn listing_workers(&self, entries: usize) -> usize {
-        self.inner.listing_workers(entries)
-    }
-
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.inner.counters()
     }
 }

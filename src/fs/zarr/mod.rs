@@ -10,10 +10,10 @@ mod consolidated;
 mod npy;
 
 use super::source_tree::{Meta, RawFile, SourceTree};
-use super::Statfs;
+use super::wrapped::WrappedTree;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
-use blosc_decode::io::{Source, Stamp};
+use blosc_decode::io::Stamp;
 use bloscfs_zarr::consolidated::Node;
 use bloscfs_zarr::{ArrayMeta, ZarrArray};
 use parking_lot::Mutex;
@@ -179,15 +179,10 @@ impl ZarrTree {
     }
 }
 
-impl SourceTree for ZarrTree {
-    fn root(&self) -> &Path {
-        self.inner.root()
+impl WrappedTree for ZarrTree {
+    fn inner(&self) -> &dyn SourceTree {
+        &*self.inner
     }
-
-    fn hides(&self, path: &Path) -> bool {
-        self.inner.hides(path)
-    }
-
     fn list(&self, dir: &Path) -> std::io::Result<Vec<OsString>> {
         let mut names = self.inner.list(dir)?;
         let more = self.npy_names(dir, &names);
@@ -201,10 +196,6 @@ impl SourceTree for ZarrTree {
 
     fn stat_follow(&self, path: &Path) -> std::io::Result<Meta> {
         self.stat_with(path, |p| self.inner.stat_follow(p))
-    }
-
-    fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
-        self.inner.read_link(path)
     }
 
     /// A directory inside a Zarr store holds Zarr's files, never a sparse
@@ -236,10 +227,6 @@ impl SourceTree for ZarrTree {
         self.inner.open_container(path, meta, env)
     }
 
-    fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {
-        self.inner.open_source(path, meta)
-    }
-
     fn open_plain(&self, path: &Path) -> std::io::Result<(Box<dyn RawFile>, Meta)> {
         match self.inner.open_plain(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -266,22 +253,6 @@ impl SourceTree for ZarrTree {
             path: path.to_path_buf(),
         };
         Ok((Box::new(file), meta))
-    }
-
-    fn dir_container_access(&self, path: &Path, meta: &Meta) -> (u16, u64) {
-        self.inner.dir_container_access(path, meta)
-    }
-
-    fn statfs(&self) -> std::io::Result<Statfs> {
-        self.inner.statfs()
-    }
-
-    fn listing_workers(&self, entries: usize) -> usize {
-        self.inner.listing_workers(entries)
-    }
-
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.inner.counters()
     }
 }
 

@@ -179,3 +179,9 @@ impl Source for FileSource {
         Some(&self.path)
     }
 }
+
+impl AsRef<FileSource> for FileSource {
+    fn as_ref(&self) -> &FileSource {
+        self
+    }
+}

@@ -16,11 +16,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 mod file;
+mod lazy;
 #[cfg(test)]
 mod tests;
 mod window;
 
 pub use file::{checked_regular, open_regular, regular_options, set_blocking, FileSource, Stamp};
+pub use lazy::{ByPath, LazyFile, Opener};
 pub use window::Window;
 
 /// The size of a memory page in bytes (4096 if the system does not say).
