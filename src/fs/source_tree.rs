@@ -212,6 +212,10 @@ pub trait SourceTree: Send + Sync {
     fn listing_workers(&self, entries: usize) -> usize {
         entries.div_ceil(256).clamp(1, 8)
     }
+    /// Extended attributes of a plain file `path` (name, value).
+    fn xattrs(&self, _path: &Path) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
+    }
     /// Counters of the tree's own work (a remote store's requests), as
     /// `user.bloscfs.stats` shows them.
     fn counters(&self) -> Vec<(&'static str, u64)> {

@@ -16,3 +16,4 @@ mod saved_kinds;
 mod source_tree;
 mod stores;
 mod zarr;
+mod zarr_attrs;
