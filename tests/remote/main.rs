@@ -23,3 +23,4 @@ mod setup;
 mod stalls;
 mod tls;
 mod trees;
+mod zarr_counts;

@@ -22,7 +22,7 @@ mod ctable;
 mod store;
 pub mod table_cli;
 
-use super::source_tree::{Meta, RawFile, SourceTree};
+use super::source_tree::{open_by_stat, Meta, RawFile, SourceTree};
 use super::Error;
 use super::Statfs;
 use blosc_decode::container::{Container, Env};
@@ -464,5 +464,14 @@ impl SourceTree for StoreTree {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
+    }
+
+    /// A file of the source tree is asked of it; one inside a store is
+    /// looked up.
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        match self.locate(path) {
+            Some(_) => open_by_stat(self, path),
+            None => self.inner.open_file(path),
+        }
     }
 }

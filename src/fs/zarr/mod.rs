@@ -288,6 +288,10 @@ impl SourceTree for ZarrTree {
         self.inner.dir_container_access(path, meta)
     }
 
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        self.inner.open_file(path)
+    }
+
     fn statfs(&self) -> std::io::Result<Statfs> {
         self.inner.statfs()
     }

@@ -33,18 +33,7 @@ pub(super) struct TreeStore {
 
 impl ChunkStore for TreeStore {
     fn open(&self, key: &str) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
-        let path = self.dir.join(key);
-        let md = match self.tree.stat(&path) {
-            Ok(md) if md.is_file() => md,
-            Ok(_) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(blosc_decode::Error::from(e).in_file(&path)),
-        };
-        let src = self
-            .tree
-            .open_source(&path, &md)
-            .map_err(|e| e.in_file(&path))?;
-        Ok(Some(src))
+        self.tree.open_file(&self.dir.join(key))
     }
 }
 
