@@ -73,3 +73,60 @@ fn zarr_attributes_are_xattrs_of_the_npy_through_the_mount() {
     assert_eq!(lines.len(), 1, "{text}");
     assert!(lines[0].contains("bad.zarr"), "{text}");
 }
+
+/// The bytes of `path` from `from` on (an error is its errno).
+fn read_from(path: &std::path::Path, from: u64) -> Result<Vec<u8>, i32> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(path).map_err(|e| e.raw_os_error().unwrap_or(0))?;
+    let len = f.metadata().unwrap().len();
+    let mut buf = vec![0; (len - from) as usize];
+    f.read_exact_at(&mut buf, from)
+        .map_err(|e| e.raw_os_error().unwrap_or(0))?;
+    Ok(buf)
+}
+
+#[test]
+fn a_corrupt_chunk_is_eio_and_one_log_line_naming_array_and_key() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    let src = m.src();
+    let cases = [
+        ("z2-2.18.7", "lz4.zarr", "0.0", true),
+        ("z3-3.1.6", "zstd.zarr", "c/0/0", false),
+    ];
+    for (w, store, key, truncate) in cases {
+        copy(
+            &fixture(&format!("zarr/{w}/stores/{store}")),
+            &src.join(store),
+        );
+        let chunk = src.join(store).join(key);
+        let mut bytes = std::fs::read(&chunk).unwrap();
+        if truncate {
+            bytes.truncate(bytes.len() / 2);
+        } else {
+            let n = bytes.len();
+            bytes[n / 2..].iter_mut().for_each(|b| *b ^= 0x5a);
+        }
+        std::fs::write(&chunk, bytes).unwrap();
+    }
+    let (mut m, log) = m.mount_logged(&[]);
+    for (_, store, _, _) in cases {
+        let npy = m.mp().join(store.replace(".zarr", ".npy"));
+        for _ in 0..3 {
+            assert_eq!(read_from(&npy, 0), Err(libc::EIO), "{store}");
+        }
+    }
+    m.unmount_without_panic(&log);
+    let text = std::fs::read_to_string(&log).unwrap();
+    for (_, store, key, _) in cases {
+        let named: Vec<&str> = text
+            .lines()
+            .filter(|l| {
+                l.contains(&store.replace(".zarr", ".npy")) && l.contains(&format!("chunk {key}:"))
+            })
+            .collect();
+        assert_eq!(named.len(), 1, "{store} {key}:\n{text}");
+    }
+}

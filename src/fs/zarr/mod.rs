@@ -42,6 +42,8 @@ pub struct ZarrTree {
     groups: Mutex<consolidated::Kept>,
     /// Array directories looked at for attributes.
     attrs: Mutex<attrs::Kept>,
+    /// Read errors of `.npy` files logged: one line per failed chunk.
+    logged: npy::Logged,
 }
 
 impl ZarrTree {
@@ -52,6 +54,7 @@ impl ZarrTree {
             arrays: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
             attrs: Mutex::new(HashMap::new()),
+            logged: Default::default(),
         }
     }
 
@@ -280,6 +283,7 @@ impl SourceTree for ZarrTree {
             array,
             meta: meta.clone(),
             path: path.to_path_buf(),
+            logged: self.logged.clone(),
         };
         Ok((Box::new(file), meta))
     }
