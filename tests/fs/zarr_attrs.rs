@@ -5,20 +5,11 @@
 //! Fixtures: zarr-python 2.18 and 3.1 (scripts/fixtures/gen_zarr.py).
 
 use crate::common;
-use bloscfs::fs::{Attr, Fs, FsOptions, ROOT_INO};
+use crate::zarr::lookup;
+use bloscfs::fs::{Fs, FsOptions};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-
-fn lookup(fs: &Fs, rel: &str) -> Attr {
-    let mut attr = fs.getattr(ROOT_INO).unwrap();
-    for part in rel.split('/') {
-        attr = fs
-            .lookup(attr.ino, OsStr::new(part))
-            .unwrap_or_else(|e| panic!("{rel}: {part}: errno {e}"));
-    }
-    attr
-}
 
 /// The `user.zarr.*` attributes of the file at `rel`: (name, value) from
 /// `listxattr` and `getxattr`.
@@ -121,23 +112,21 @@ fn with_attrs(tmp: &Path, w: &str, store: &str, attrs: &str) {
 
 #[test]
 fn bad_attributes_give_none_and_the_npy_still_reads() {
-    let tmp = tempfile::tempdir().unwrap();
-    with_attrs(tmp.path(), "z2-2.18.7", "lz4.zarr", "{\"units\": ");
-    let fs = Fs::new(tmp.path(), &FsOptions::default()).unwrap();
-    assert_eq!(zarr_xattrs(&fs, "lz4.npy"), []);
-    let want = std::fs::read(common::fixture("zarr/z2-2.18.7/expected/lz4.zarr.npy")).unwrap();
-    assert_eq!(lookup(&fs, "lz4.npy").size, want.len() as u64);
-}
-
-#[test]
-fn bad_v3_attributes_give_none_and_the_npy_still_reads() {
-    let tmp = tempfile::tempdir().unwrap();
-    // Valid JSON, but attributes that are not an object.
-    with_attrs(tmp.path(), "z3-3.1.6", "zstd.zarr", "[1, 2]");
-    let fs = Fs::new(tmp.path(), &FsOptions::default()).unwrap();
-    assert_eq!(zarr_xattrs(&fs, "zstd.npy"), []);
-    let want = std::fs::read(common::fixture("zarr/z3-3.1.6/expected/zstd.zarr.npy")).unwrap();
-    assert_eq!(lookup(&fs, "zstd.npy").size, want.len() as u64);
+    // Not JSON (v2); JSON, but attributes that are not an object (v3).
+    let cases = [
+        ("z2-2.18.7", "lz4", "{\"units\": "),
+        ("z3-3.1.6", "zstd", "[1, 2]"),
+    ];
+    for (w, name, attrs) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        with_attrs(tmp.path(), w, &format!("{name}.zarr"), attrs);
+        let fs = Fs::new(tmp.path(), &FsOptions::default()).unwrap();
+        let npy = format!("{name}.npy");
+        assert_eq!(zarr_xattrs(&fs, &npy), [], "{w}");
+        let want = common::fixture(&format!("zarr/{w}/expected/{name}.zarr.npy"));
+        let want = std::fs::read(want).unwrap();
+        assert_eq!(lookup(&fs, &npy).size, want.len() as u64, "{w}");
+    }
 }
 
 #[test]

@@ -112,22 +112,7 @@ fn s3_consolidated_groups_list_no_array_directory() {
     moto.upload("zarrcounts", "p", d.path());
     let mut m = Remote::s3(&moto, "zarrcounts", "p").mount(&["xattr"]);
     present(&m);
-    let o = Command::new("getfattr")
-        .args([
-            "-n",
-            "user.bloscfs.stats",
-            "--only-values",
-            "--absolute-names",
-        ])
-        .arg(m.mp())
-        .output()
-        .unwrap();
-    let stats = String::from_utf8_lossy(&o.stdout);
-    let lists: usize = stats
-        .lines()
-        .find_map(|l| l.strip_prefix("remote_lists="))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no remote_lists: {stats}"));
+    let lists = crate::lookups::stats(&m)["remote_lists"] as usize;
     assert!(lists <= LISTED, "{lists} listings for {LISTED} directories");
     m.unmount();
 }
