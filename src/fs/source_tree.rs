@@ -212,11 +212,38 @@ pub trait SourceTree: Send + Sync {
     fn listing_workers(&self, entries: usize) -> usize {
         entries.div_ceil(256).clamp(1, 8)
     }
+    /// The file at `path` for positional reads (`None`: there is none),
+    /// asked of the source directly where it can (a remote object by its
+    /// key: no listing of its directory). Zarr chunks are opened so.
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        open_by_stat(self, path)
+    }
+    /// Extended attributes of a plain file `path` (name, value).
+    fn xattrs(&self, _path: &Path) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
+    }
     /// Counters of the tree's own work (a remote store's requests), as
     /// `user.bloscfs.stats` shows them.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+}
+
+/// [`SourceTree::open_file`] by a `stat` of `path` and an open of what it
+/// found.
+pub(super) fn open_by_stat<T: SourceTree + ?Sized>(
+    tree: &T,
+    path: &Path,
+) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+    let md = match tree.stat(path) {
+        Ok(md) if md.is_file() => md,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(blosc_decode::Error::from(e).in_file(path)),
+    };
+    tree.open_source(path, &md)
+        .map(Some)
+        .map_err(|e| e.in_file(path))
 }
 
 /// A local directory as the source tree.

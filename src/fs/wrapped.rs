@@ -67,6 +67,12 @@ pub trait WrappedTree: Send + Sync {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner().counters()
     }
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        self.inner().open_file(path)
+    }
+    fn xattrs(&self, path: &Path) -> Vec<(String, Vec<u8>)> {
+        self.inner().xattrs(path)
+    }
 }
 
 impl<W: WrappedTree> SourceTree for W {
@@ -119,5 +125,11 @@ impl<W: WrappedTree> SourceTree for W {
     }
     fn counters(&self) -> Vec<(&'static str, u64)> {
         WrappedTree::counters(self)
+    }
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        WrappedTree::open_file(self, path)
+    }
+    fn xattrs(&self, path: &Path) -> Vec<(String, Vec<u8>)> {
+        WrappedTree::xattrs(self, path)
     }
 }

@@ -34,6 +34,9 @@ impl Fs {
             return Ok(out);
         }
         let (path, what, md) = self.what_of(ino)?;
+        if let Shown::Plain = what {
+            out.extend(self.tree.xattrs(&path));
+        }
         if let Shown::Container(_) = what {
             let Some(c) = self.container(ino, &path, &md)? else {
                 return Ok(out);
@@ -73,7 +76,8 @@ impl Fs {
     pub fn getxattr(&self, ino: u64, name: &OsStr) -> Result<Vec<u8>, Error> {
         // Tools ask for security.* and system.* attributes on every file
         // (`ls -l`): answer those without opening the container.
-        if !name.as_bytes().starts_with(b"user.blosc") {
+        let ours = [&b"user.blosc"[..], b"user.zarr."];
+        if !ours.iter().any(|p| name.as_bytes().starts_with(p)) {
             return Err(Error::no_attribute());
         }
         self.xattrs(ino)?

@@ -144,8 +144,8 @@ pub const OPTIONS: &[Opt] = &[
     ),
     flag(
         &["xattr"],
-        "  -o xattr               serve extended attributes (user.blosc.*, user.bloscfs.stats);\n\
-         \x20                        `ls -l` then asks two of every entry (default: off)\n",
+        "  -o xattr               serve extended attributes (user.blosc.*, user.zarr.*,\n\
+         \x20                        user.bloscfs.stats); `ls -l` then asks two of every entry (default: off)\n",
         |m, _, _| {
         m.xattr = true;
         Ok(())

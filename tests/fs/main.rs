@@ -17,4 +17,5 @@ mod source_io;
 mod source_tree;
 mod stores;
 mod zarr;
+mod zarr_attrs;
 mod zarr_shard;

@@ -29,7 +29,7 @@ fn writers() -> Vec<PathBuf> {
 }
 
 /// The inode presented at `rel` (`/`-separated).
-fn lookup(fs: &Fs, rel: &str) -> Attr {
+pub(crate) fn lookup(fs: &Fs, rel: &str) -> Attr {
     let mut attr = fs.getattr(ROOT_INO).unwrap();
     for part in rel.split('/') {
         attr = fs

@@ -15,3 +15,4 @@ mod proxy;
 mod security;
 mod stores;
 mod zarr;
+mod zarr_attrs;

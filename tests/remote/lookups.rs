@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::process::Command;
 
 /// The mount's `user.bloscfs.stats`, as numbers.
-fn stats(m: &RemoteMount) -> HashMap<String, u64> {
+pub fn stats(m: &RemoteMount) -> HashMap<String, u64> {
     let out = Command::new("getfattr")
         .args([
             "-n",

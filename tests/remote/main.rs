@@ -24,3 +24,4 @@ mod shards;
 mod stalls;
 mod tls;
 mod trees;
+mod zarr_counts;

@@ -294,6 +294,11 @@ impl Remote {
         self.counted(list::stat(&self.0, key))
     }
 
+    /// The object at `key`, asked without a listing ([`list::object`]).
+    pub fn object(&self, key: &str) -> std::io::Result<Option<Object>> {
+        self.counted(list::object(&self.0, key))
+    }
+
     /// Positional reads of one version of an object (the one `obj`
     /// describes).
     pub fn open(&self, obj: &Object) -> Arc<RemoteObject> {

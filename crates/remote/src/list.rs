@@ -150,6 +150,31 @@ fn prefix_has_entries(core: &Arc<Core>, key: &str) -> bool {
 
 /// The object `key` (any version): one GET of its tail, kept in the span
 /// cache.
+/// The object at `key` by a GET of its tail (kept for the reads after it),
+/// without a listing: a file whose key is known (a Zarr chunk) costs no
+/// listing of its directory. `None` if there is none (404), or, by a
+/// manifest, if the manifest does not hold it.
+pub fn object(core: &Arc<Core>, key: &str) -> Result<Option<Object>> {
+    if key.is_empty() || !parse::showable_path(key) {
+        return Ok(None);
+    }
+    if let Backend::Http { .. } = &core.backend {
+        if core.opts.manifest.is_some() {
+            return match stat(core, key) {
+                Ok(Entry::Object(o)) => Ok(Some(o)),
+                Ok(Entry::Dir) => Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+    }
+    match block_on(probe(core, key)) {
+        Ok(o) => Ok(Some(o)),
+        Err(FetchError::Gone(_)) => Ok(None),
+        Err(e) => Err(e.into_io()),
+    }
+}
+
 async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
     let f = &core.fetcher;
     let what = format!("GET {}", f.url(key));

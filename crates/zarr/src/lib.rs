@@ -10,6 +10,7 @@
 //!   each step's output size known in advance and checked.
 //! - [`consolidated`]: a group's consolidated metadata (v2 `.zmetadata`,
 //!   v3 `consolidated_metadata`), every array below it described at once.
+//! - [`attrs`]: an array's attributes as extended attributes.
 //! - [`grid`]: the regular chunk grid and chunk keys.
 //! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
 //!   decoding only the chunks it touches, through a [`ChunkStore`].
@@ -23,6 +24,7 @@
 //!   local directory read through blosc-decode's `Source`.
 
 pub mod array;
+pub mod attrs;
 pub mod chunks;
 pub mod codec;
 pub mod consolidated;

@@ -11,7 +11,7 @@ mod files;
 mod listed;
 mod perms;
 
-use super::source_tree::{EntryKind, Meta, RawFile, SourceTree, Time};
+use super::source_tree::{open_by_stat, EntryKind, Meta, RawFile, SourceTree, Time};
 use super::Error;
 use super::Statfs;
 use crate::config::Perms;
@@ -342,6 +342,28 @@ impl SourceTree for RemoteTree {
         }
         let o = self.object_as(path, meta)?;
         detect::probe_source(self.remote.open(&o), path)
+    }
+
+    /// An object a trusted listing does not describe is asked for by its
+    /// key (a GET of its tail), not found by listing its directory.
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        let key = self.key(path).map_err(|e| err_in(e, path))?;
+        let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
+        let seen = self
+            .seen
+            .lock()
+            .get(&key)
+            .map(|s| s.at.elapsed() < self.ttl);
+        if seen == Some(true) || self.kept(parent, None).is_some() {
+            return open_by_stat(self, path);
+        }
+        let Some(o) = self.remote.object(&key).map_err(|e| err_in(e, path))? else {
+            return Ok(None);
+        };
+        self.remember(key, Node::Object(o.clone()));
+        let src = self.remote.open(&o);
+        src.prefetch_open().map_err(|e| e.in_file(path))?;
+        Ok(Some(src))
     }
 
     fn open_source(&self, path: &Path, meta: &Meta) -> blosc_decode::Result<Arc<dyn Source>> {

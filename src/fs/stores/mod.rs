@@ -22,7 +22,7 @@ mod ctable;
 mod store;
 pub mod table_cli;
 
-use super::source_tree::{Meta, RawFile, SourceTree};
+use super::source_tree::{open_by_stat, Meta, RawFile, SourceTree};
 use super::wrapped::WrappedTree;
 use super::Error;
 use blosc_decode::container::{Container, Env};
@@ -446,6 +446,15 @@ impl WrappedTree for StoreTree {
         match self.answers(path) {
             true => (0, 0),
             false => self.inner.dir_container_access(path, meta),
+        }
+    }
+
+    /// A file of the source tree is asked of it; one inside a store is
+    /// looked up.
+    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        match self.locate(path) {
+            Some(_) => open_by_stat(self, path),
+            None => self.inner.open_file(path),
         }
     }
 }

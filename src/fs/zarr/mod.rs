@@ -6,6 +6,7 @@
 //! Each array is also shown as a `.npy` file beside its directory
 //! ([`npy`]).
 
+mod attrs;
 mod consolidated;
 mod npy;
 
@@ -14,6 +15,7 @@ use super::wrapped::WrappedTree;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
 use blosc_decode::io::Stamp;
+use bloscfs_zarr::attrs::Attrs;
 use bloscfs_zarr::consolidated::Node;
 use bloscfs_zarr::{ArrayMeta, ZarrArray};
 use parking_lot::Mutex;
@@ -40,6 +42,10 @@ pub struct ZarrTree {
     arrays: Mutex<npy::Kept>,
     /// Groups looked at for consolidated metadata.
     groups: Mutex<consolidated::Kept>,
+    /// Array directories looked at for attributes.
+    attrs: Mutex<attrs::Kept>,
+    /// Read errors of `.npy` files logged: one line per failed chunk.
+    logged: npy::Logged,
 }
 
 impl ZarrTree {
@@ -50,6 +56,8 @@ impl ZarrTree {
             marked: Mutex::new(HashMap::new()),
             arrays: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
+            attrs: Mutex::new(HashMap::new()),
+            logged: Default::default(),
         }
     }
 
@@ -115,26 +123,44 @@ impl ZarrTree {
         Some(npy::npy_meta(&md, npy::npy_len(&meta)))
     }
 
-    /// The metadata of the array at directory `dir`: from the consolidated
-    /// metadata of the nearest group above it that has some and knows
-    /// `dir`, else from `dir`'s own metadata file.
-    fn array_meta(&self, dir: &Path) -> Option<Arc<ArrayMeta>> {
+    /// The consolidated metadata that describes directory `dir`, with
+    /// `dir`'s path relative to its group: that of the nearest group above
+    /// `dir` that has some and knows `dir`.
+    fn described(&self, dir: &Path) -> Option<(Arc<consolidated::Group>, PathBuf)> {
         let root = self.inner.root();
         for group in dir.ancestors().skip(1).take_while(|d| d.starts_with(root)) {
             if !self.is_marked(group) {
-                break;
+                return None;
             }
             let tree = self.inner.as_ref();
-            let Some(nodes) = consolidated::nodes_at(tree, &mut self.groups.lock(), group) else {
+            let Some(g) = consolidated::nodes_at(tree, &mut self.groups.lock(), group) else {
                 continue;
             };
-            match dir.strip_prefix(group).ok().and_then(|rel| nodes.get(rel)) {
-                Some(Node::Array(m)) => return m.clone().ok(),
-                Some(Node::Other) => return None,
-                None => break,
-            }
+            let rel = dir.strip_prefix(group).ok()?.to_path_buf();
+            return g.nodes.contains_key(&rel).then_some((g, rel));
         }
-        npy::own_meta(self.inner.as_ref(), &mut self.arrays.lock(), dir)
+        None
+    }
+
+    /// The metadata of the array at directory `dir`: from the consolidated
+    /// metadata that describes it, else from `dir`'s own metadata file.
+    fn array_meta(&self, dir: &Path) -> Option<Arc<ArrayMeta>> {
+        match self.described(dir) {
+            Some((g, rel)) => match g.nodes.get(&rel) {
+                Some(Node::Array(m)) => m.clone().ok(),
+                _ => None,
+            },
+            None => npy::own_meta(self.inner.as_ref(), &mut self.arrays.lock(), dir),
+        }
+    }
+
+    /// The attributes of the array at directory `dir`, from where its
+    /// metadata comes from.
+    fn array_attrs(&self, dir: &Path) -> Option<Arc<Attrs>> {
+        match self.described(dir) {
+            Some((g, rel)) => g.attrs.get(&rel).and_then(|a| a.clone().ok()),
+            None => attrs::own_attrs(self.inner.as_ref(), &mut self.attrs.lock(), dir),
+        }
     }
 
     /// `path`'s metadata from the source, else as an array's `.npy`.
@@ -251,8 +277,21 @@ impl WrappedTree for ZarrTree {
             array,
             meta: meta.clone(),
             path: path.to_path_buf(),
+            logged: self.logged.clone(),
         };
         Ok((Box::new(file), meta))
+    }
+
+    /// An array's `.npy` has its attributes as `user.zarr.*`.
+    fn xattrs(&self, path: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out = self.inner.xattrs(path);
+        let npy = path.extension().is_some_and(|e| e == "npy");
+        if npy && self.inner.stat(path).is_err() {
+            if let Some(a) = self.array_of(path).and_then(|(d, _)| self.array_attrs(&d)) {
+                out.extend(a.pairs.iter().cloned());
+            }
+        }
+        out
     }
 }
 

@@ -33,18 +33,7 @@ pub(super) struct TreeStore {
 
 impl ChunkStore for TreeStore {
     fn open(&self, key: &str) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
-        let path = self.dir.join(key);
-        let md = match self.tree.stat(&path) {
-            Ok(md) if md.is_file() => md,
-            Ok(_) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(blosc_decode::Error::from(e).in_file(&path)),
-        };
-        let src = self
-            .tree
-            .open_source(&path, &md)
-            .map_err(|e| e.in_file(&path))?;
-        Ok(Some(src))
+        self.tree.open_file(&self.dir.join(key))
     }
 }
 
@@ -158,11 +147,16 @@ pub(super) fn npy_meta(dir_md: &Meta, len: u64) -> Meta {
     md
 }
 
+/// The read errors logged (each once, not once per read of the chunk),
+/// at most [`MAX_KEPT`] (the set is emptied past it).
+pub(super) type Logged = Arc<parking_lot::Mutex<std::collections::HashSet<String>>>;
+
 /// An open `.npy` of an array.
 pub(super) struct NpyFile {
     pub(super) array: ZarrArray,
     pub(super) meta: Meta,
     pub(super) path: PathBuf,
+    pub(super) logged: Logged,
 }
 
 impl RawFile for NpyFile {
@@ -172,7 +166,14 @@ impl RawFile for NpyFile {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
         self.array.read_npy_at(offset, buf).map_err(|e| {
-            log::warn!("{}: {e}", self.path.display());
+            let line = format!("{}: {e}", self.path.display());
+            let mut logged = self.logged.lock();
+            if logged.len() >= MAX_KEPT {
+                logged.clear();
+            }
+            if logged.insert(line.clone()) {
+                log::warn!("{line}");
+            }
             std::io::Error::from_raw_os_error(e.errno())
         })
     }
