@@ -158,9 +158,12 @@ impl ZarrArray {
         };
         let len = ((e + run) * s).min(end) - b;
         let dst = &mut dst[..len as usize];
-        let (chunk, key) = self.chunk(&pos)?;
+        let chunk = self.chunk(&pos)?;
         let at = linear(&inner, &m.chunks) * s + r;
-        if !chunk.copy(at, dst).map_err(|e| in_key(e, &key))? {
+        if !chunk
+            .copy(at, dst)
+            .map_err(|e| in_key(e, &self.key(&pos)))?
+        {
             for (i, x) in dst.iter_mut().enumerate() {
                 *x = m.fill[((r + i as u64) % s) as usize];
             }
@@ -168,17 +171,23 @@ impl ZarrArray {
         Ok(len)
     }
 
-    /// The chunk at grid position `pos` (remembered or cached), with its
-    /// key.
-    fn chunk(&self, pos: &[u64]) -> Result<(Chunk, String)> {
-        let id = linear(pos, &self.grid);
-        let key = match &self.shards {
+    /// How messages name the chunk at grid position `pos`: its key (for a
+    /// sharded array, its shard's key and its place in the shard).
+    fn key(&self, pos: &[u64]) -> String {
+        match &self.shards {
             Some(s) => s.name(pos),
             None => chunk_key(self.meta.keys, pos),
-        };
-        if let Some(c) = self.chunks.known(id) {
-            return Ok((c, key));
         }
+    }
+
+    /// The chunk at grid position `pos` (remembered or cached). Its key is
+    /// made only when the chunk is looked for in the store.
+    fn chunk(&self, pos: &[u64]) -> Result<Chunk> {
+        let id = linear(pos, &self.grid);
+        if let Some(c) = self.chunks.known(id) {
+            return Ok(c);
+        }
+        let key = self.key(pos);
         let src = match &self.shards {
             Some(s) => s.inner(self.store.as_ref(), pos),
             None => self.encoded(&key),
@@ -192,7 +201,7 @@ impl ZarrArray {
             Err(e) => return Err(in_key(e, &key)),
         };
         self.chunks.keep(id, &found);
-        Ok((found, key))
+        Ok(found)
     }
 
     /// The encoded bytes of the chunk stored at `key`, for positional
