@@ -31,6 +31,8 @@ then measures, each as the median of --runs:
     CPUs up to the machine (taskset), 1 and k readers of a fresh mount, default options and
     -o decode_ahead=0, vs C-Blosc2 with k threads, the FUSE floor and `bloscfs cat` on those CPUs
 Absolute times on a shared 2-core machine are noisy: read the ratios.
+BLOSCFS_BIN=PATH measures another build of bloscfs (default target/release/bloscfs), to set
+two builds' runs side by side.
 """
 
 import argparse
@@ -50,7 +52,7 @@ import remote
 import scale
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, "target/release/bloscfs")
+BIN = os.environ.get("BLOSCFS_BIN") or os.path.join(ROOT, "target/release/bloscfs")
 FLOOR = os.path.join(ROOT, "target/release/fusefloor")
 MB = 1 << 20
 GB = 1 << 30
