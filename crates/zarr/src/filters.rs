@@ -28,31 +28,43 @@ pub(crate) fn undo(f: &Filter, data: Vec<u8>, cur: &DataType) -> Result<Vec<u8>>
             dtype,
             astype,
         } => {
-            // NumPy computes in float32 for float32 values (NEP 50), else
-            // in float64.
-            let single = astype.kind == b'f' && astype.size == 4;
+            // NumPy computes in the encoded float type (NEP 50: the
+            // scalars take the array's type), else in float64.
+            let width = if astype.kind == b'f' { astype.size } else { 8 };
             map(&data, astype, dtype, |x| {
                 let x = as_f64(x);
-                Num::F(if single {
-                    ((x as f32) / (*scale as f32) + (*offset as f32)) as f64
-                } else {
-                    x / scale + offset
+                Num::F(match width {
+                    2 => {
+                        let q = round16(x as f32 / round16(*scale as f32) as f32);
+                        round16(q as f32 + round16(*offset as f32) as f32)
+                    }
+                    4 => ((x as f32) / (*scale as f32) + (*offset as f32)) as f64,
+                    _ => x / scale + offset,
                 })
             })
         }
         Filter::Delta { dtype, astype } => {
-            let single = dtype.kind == b'f' && dtype.size == 4;
+            // A running sum in the array's type (floats round at every
+            // step, float16 through float32 as NumPy adds halves).
+            let width = if dtype.kind == b'f' { dtype.size } else { 8 };
             let mut acc = Num::I(0);
             map(&data, astype, dtype, |x| {
                 acc = match (acc, x) {
                     (Num::I(a), Num::I(b)) => Num::I(wrap64(a.wrapping_add(b))),
-                    (a, b) if single => Num::F((as_f64(a) as f32 + as_f64(b) as f32) as f64),
+                    (a, b) if width == 2 => Num::F(round16(as_f64(a) as f32 + as_f64(b) as f32)),
+                    (a, b) if width == 4 => Num::F((as_f64(a) as f32 + as_f64(b) as f32) as f64),
                     (a, b) => Num::F(as_f64(a) + as_f64(b)),
                 };
                 acc
             })
         }
     }
+}
+
+/// `x` rounded to half precision, as NumPy stores the result of an
+/// operation on halves (computed in float32).
+fn round16(x: f32) -> f64 {
+    half(f16_bits(x as f64))
 }
 
 /// `a` reduced to 64 bits (the widest integer type), sign kept.
@@ -131,16 +143,15 @@ fn put(dt: &DataType, x: Num, out: &mut [u8]) {
     }
 }
 
-/// An IEEE half-precision value.
+/// An IEEE half-precision value, exactly (a NaN keeps its sign and
+/// payload, as NumPy widens it).
 fn half(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = (h >> 10) & 0x1f;
-    let man = (h & 0x3ff) as f64;
-    sign * match exp {
-        0 => man * 2f64.powi(-24),
-        0x1f if man == 0.0 => f64::INFINITY,
-        0x1f => f64::NAN,
-        e => (1.0 + man / 1024.0) * 2f64.powi(e as i32 - 15),
+    let sign = ((h & 0x8000) as u64) << 48;
+    let man = (h & 0x3ff) as u64;
+    match (h >> 10) & 0x1f {
+        0x1f => f64::from_bits(sign | 0x7ff0_0000_0000_0000 | man << 42),
+        0 => f64::from_bits(sign | (man as f64 * 2f64.powi(-24)).to_bits()),
+        e => f64::from_bits(sign | (e as u64 + 1023 - 15) << 52 | man << 42),
     }
 }
 
@@ -224,5 +235,11 @@ mod tests {
         assert!(unshuffle(vec![1, 2, 3], 2).is_err());
         assert_eq!(half(0x3c00), 1.0);
         assert_eq!(half(0xc000), -2.0);
+        assert_eq!(half(0x0001), 2f64.powi(-24));
+        assert_eq!(half(0x8000).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(half(0x7bff), 65504.0);
+        for h in [0x7c00u16, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x3555, 0x83ff] {
+            assert_eq!(f16_bits(half(h)), h, "{h:#x}");
+        }
     }
 }

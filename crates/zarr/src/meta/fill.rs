@@ -109,37 +109,40 @@ fn bit_pattern(s: &str, size: u64) -> Option<Vec<u8>> {
     Some(bits.to_le_bytes()[..size as usize].to_vec())
 }
 
-/// `x` as IEEE half precision bits, rounded to nearest even.
+/// `x` as IEEE half precision bits, rounded to nearest even from `x`
+/// itself, as NumPy rounds a float64 (through float32 it could round
+/// twice). A NaN keeps its sign and the top of its payload, as in NumPy.
 pub(crate) fn f16_bits(x: f64) -> u16 {
-    let f = x as f32;
-    let b = f.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xff) as i32;
-    let man = b & 0x7f_ffff;
-    if exp == 0xff {
-        return sign | 0x7c00 | if man != 0 { 0x200 } else { 0 };
+    let b = x.to_bits();
+    let sign = ((b >> 48) & 0x8000) as u16;
+    let exp = ((b >> 52) & 0x7ff) as i32;
+    let man = b & ((1 << 52) - 1);
+    if exp == 0x7ff {
+        let nan = 0x7c00 | (man >> 42) as u16;
+        return sign
+            | if man != 0 && nan == 0x7c00 {
+                0x7c01
+            } else {
+                nan
+            };
     }
-    let e = exp - 127 + 15;
+    let e = exp - 1023 + 15;
     if e >= 0x1f {
         return sign | 0x7c00;
     }
-    if e <= 0 {
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let mut r = m >> shift;
-        let rest = m & ((1 << shift) - 1);
-        if rest > half || (rest == half && r & 1 == 1) {
-            r += 1;
-        }
-        return sign | r as u16;
+    if e < -10 {
+        return sign;
     }
-    let mut r = ((e as u32) << 10) | (man >> 13);
-    let rest = man & 0x1fff;
-    if rest > 0x1000 || (rest == 0x1000 && r & 1 == 1) {
+    // Units of the result's last place: 2^-24 below the normal range.
+    let (m, shift, high) = if e <= 0 {
+        (man | 1 << 52, (43 - e) as u32, 0)
+    } else {
+        (man, 42, (e as u64) << 10)
+    };
+    let mut r = high | m >> shift;
+    let rest = m & ((1 << shift) - 1);
+    let half = 1 << (shift - 1);
+    if rest > half || (rest == half && r & 1 == 1) {
         r += 1;
     }
     sign | r as u16
@@ -158,6 +161,23 @@ mod tests {
             assert_eq!(super::f16_bits(x), bits, "{x}");
         }
         assert_eq!(super::f16_bits(5.960464477539063e-8), 1);
-        assert_eq!(super::f16_bits(f64::NAN) & 0x7e00, 0x7e00);
+        assert_eq!(super::f16_bits(f64::NAN), 0x7e00);
+        assert_eq!(super::f16_bits(-f64::NAN), 0xfe00);
+        assert_eq!(super::f16_bits(2f64.powi(-25)), 0);
+        assert_eq!(super::f16_bits(-2f64.powi(-25) * 1.5), 0x8001);
+        assert_eq!(super::f16_bits(2f64.powi(-14)), 0x0400);
+        assert_eq!(super::f16_bits(65520.0), 0x7c00);
+    }
+
+    /// Rounded once, from the float64: through float32 this value rounds
+    /// to the tie between 1 and the next half, then down to 1 (NumPy:
+    /// `np.array([1 + 2**-11 + 2**-40]).astype("f2")` is 0x3c01).
+    #[test]
+    fn half_precision_rounds_once() {
+        assert_eq!(
+            super::f16_bits(1.0 + 2f64.powi(-11) + 2f64.powi(-40)),
+            0x3c01
+        );
+        assert_eq!(super::f16_bits(2f64.powi(-25) + 2f64.powi(-60)), 1);
     }
 }

@@ -53,16 +53,13 @@ impl Filter {
             Filter::Delta { dtype, astype } => {
                 takes(dtype, "delta")?;
                 let floats = dtype.kind == b'f' || astype.kind == b'f';
-                if floats && (!astype.same(dtype) || dtype.size == 2) {
-                    return Err(Error::unsupported("delta of float16 or across float types"));
+                if floats && !astype.same(dtype) {
+                    return Err(Error::unsupported("delta across float types"));
                 }
                 Ok(astype.clone())
             }
             Filter::Scale { dtype, astype, .. } => {
                 takes(dtype, "fixedscaleoffset")?;
-                if astype.kind == b'f' && astype.size == 2 {
-                    return Err(Error::unsupported("fixedscaleoffset to float16"));
-                }
                 Ok(astype.clone())
             }
             Filter::AsType { enc, dec } => {
