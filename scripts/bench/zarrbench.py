@@ -236,7 +236,8 @@ def measure(label, sides, n, args, count=None):
             per = reqs[s.name]["rand"]
             hist = ", ".join(f"{k} ({per.count(k)})" for k in sorted(set(per)))
             print(f"{label}: requests, {s.name}: full read {'/'.join(map(str, reqs[s.name]['full']))}; "
-                  f"per random read: {hist} (requests (reads))")
+                  f"per random read: {hist} (requests (reads)); {sum(per) / args.rounds:.0f} "
+                  f"per round of {args.reads} reads")
         for cold in sorted(cold_reqs):
             ks = cold_reqs[cold]
             hist = ", ".join(f"{k} ({ks.count(k)})" for k in sorted(set(ks)))
