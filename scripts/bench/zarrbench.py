@@ -85,7 +85,8 @@ def optional(install):
             found[name] = __import__(name)
         except ImportError:
             found[name] = None
-            print(f"# no {name}: its column is left out (--install puts "
+            col = "tensorstore's column is" if name == "tensorstore" else "zarr-python's S3 column is"
+            print(f"# no {name}: {col} left out (--install puts "
                   f"{os.path.relpath(REQS, bench.ROOT)} into {PYLIB})")
     return found
 
