@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cold full read of a Zarr array's `.npy`, broken down.
 
-    .venv/bin/python scripts/bench/zarrfull.py [--quick] [--rounds 3]
+    .venv/bin/python scripts/bench/zarrfull.py [--quick] [--rounds 3] [--base BLOSCFS]
 
 Uses the stores `zarrbench.py` writes (8192x8192 float32, 1024x1024 chunks,
 v2 Blosc lz4 and v3 zstd; 2048x2048 with --quick). Per store and round, page
@@ -14,6 +14,7 @@ cache dropped before each, the sides alternating:
   - ours: `np.load` of the `.npy` through a fresh mount, with the daemon's
     counters (blocks decoded, source bytes read) against what the store
     holds, and the daemon's CPU seconds per thread name.
+  - base (with --base): `ours` with another bloscfs binary (an older build).
 Prints each round and the medians, and the ceiling
 1 / (1 / floor rate + 1 / cat rate) against which both are also shown.
 """
@@ -80,8 +81,13 @@ def theirs(path):
     return t, cpu
 
 
-def ours(src, mp, npy):
-    m = Mount(src, mp)
+def ours(src, mp, npy, binary=None):
+    if binary:
+        bench.BIN = binary
+    try:
+        m = Mount(src, mp)
+    finally:
+        bench.BIN = BIN
     try:
         s0 = daemon_stats(mp)
         c0 = threads_cpu(m.p.pid)
@@ -95,7 +101,8 @@ def ours(src, mp, npy):
 
 
 def store_bytes(path):
-    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+    """Bytes of the chunk files under `path` (metadata files left out)."""
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs
                if not f.startswith(".") and f != "zarr.json")
 
 
@@ -103,6 +110,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--base", help="another bloscfs binary, measured as `base`")
     args = ap.parse_args()
     n = 2048 if args.quick else 8192
     top = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "zarr")
@@ -122,6 +130,8 @@ def main():
         for r in range(args.rounds):
             sides = [("floor", lambda: floor(mp, size + 128)), ("cat", lambda: cat(path)),
                      ("zarr", lambda: theirs(path)), ("ours", lambda: ours(src, mp, npy))]
+            if args.base:
+                sides.append(("base", lambda: ours(src, mp, npy, args.base)))
             if r % 2:
                 sides.reverse()
             for side, fn in sides:
@@ -129,7 +139,8 @@ def main():
                 res[side].append(fn())
             z, o = res["zarr"][-1], res["ours"][-1]
             print(f"{name} round {r}: floor {res['floor'][-1]:.3f}s cat {res['cat'][-1]:.3f}s "
-                  f"zarr-python {z[0]:.3f}s ({z[1] / z[0]:.2f} CPUs) ours {o[0]:.3f}s")
+                  f"zarr-python {z[0]:.3f}s ({z[1] / z[0]:.2f} CPUs) ours {o[0]:.3f}s"
+                  + (f" base {res['base'][-1][0]:.3f}s" if args.base else ""))
         med = {k: statistics.median(x if k in ("floor", "cat") else [y[0] for y in x])
                for k, x in res.items()}
         rate = {k: mib / v for k, v in med.items()}
@@ -137,18 +148,20 @@ def main():
         zcpu = statistics.median(z[1] / z[0] for z in res["zarr"])
         print(f"{name}: MiB/s floor {rate['floor']:.0f}, cat {rate['cat']:.0f}, "
               f"ceiling {ceil:.0f}, zarr-python {rate['zarr']:.0f} ({zcpu:.2f} CPUs), "
-              f"ours {rate['ours']:.0f}")
+              f"ours {rate['ours']:.0f}" + (f", base {rate['base']:.0f}" if args.base else ""))
         print(f"{name}: zarr-python/ours {med['ours'] and med['zarr'] / med['ours']:.2f}x, "
               f"ours/ceiling {rate['ours'] / ceil:.2f}, zarr-python/ceiling "
-              f"{rate['zarr'] / ceil:.2f}")
-        _, d, cpu = res["ours"][-1]
+              f"{rate['zarr'] / ceil:.2f}"
+              + (f", base/ours {med['base'] / med['ours']:.2f}x" if args.base else ""))
         wanted = ("blocks_decoded", "cache_hits", "cache_misses", "source_bytes_read",
                   "bytes_served", "zarr_chunks_decoded")
-        print(f"{name}: ours (last round) " + " ".join(f"{k}={d[k]}" for k in wanted if k in d)
-              + f"; store holds {store_bytes(path)} B in "
-              f"{(n // 1024) ** 2} chunks")
-        print(f"{name}: ours daemon CPU s by thread: "
-              + ", ".join(f"{k} {v:.2f}" for k, v in cpu.most_common() if v > 0))
+        print(f"{name}: store holds {store_bytes(path)} B in {(n // 1024) ** 2} chunks")
+        for side in ("ours", "base") if args.base else ("ours",):
+            _, d, cpu = res[side][-1]
+            print(f"{name}: {side} (last round) "
+                  + " ".join(f"{k}={d[k]}" for k in wanted if k in d))
+            print(f"{name}: {side} daemon CPU s by thread: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in cpu.most_common() if v > 0))
 
 
 if __name__ == "__main__":
