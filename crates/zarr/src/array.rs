@@ -129,21 +129,15 @@ impl ZarrArray {
 
     /// Read the C-order values' bytes at `off` into `buf`; fewer at their
     /// end. The chunks it touches past the first are handed to the runner
-    /// of the [`Env`], if any, to be decoded meanwhile ([`crate::ahead`]).
+    /// of the [`Env`], if any, to be decoded meanwhile, and the read is
+    /// served chunk by chunk (`crate::ahead`).
     pub fn read_values_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let total = self.a.meta.data_bytes();
         if off >= total {
             return Ok(0);
         }
         let n = (total - off).min(buf.len() as u64);
-        crate::ahead::queue(&self.a, off, off + n);
-        let mut b = off;
-        while b < off + n {
-            let run = self.a.run_at(b, off + n);
-            let dst = &mut buf[(b - off) as usize..(b - off + run.len) as usize];
-            self.a.read_run(&run, dst)?;
-            b += run.len;
-        }
+        crate::ahead::read(&self.a, off, &mut buf[..n as usize])?;
         Ok(n as usize)
     }
 }
@@ -184,16 +178,12 @@ impl Inner {
         }
     }
 
-    /// Copy `run` into `dst` (as long as it).
-    fn read_run(&self, run: &Run, dst: &mut [u8]) -> Result<()> {
-        let chunk = self.chunk(&run.pos)?;
-        if !chunk
-            .copy(run.at, dst)
-            .map_err(|e| in_key(e, &self.key(&run.pos)))?
-        {
+    /// Copy bytes `at..` of `chunk` (at grid position `pos`) into `dst`.
+    pub(crate) fn copy(&self, chunk: &Chunk, pos: &[u64], at: u64, dst: &mut [u8]) -> Result<()> {
+        if !chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))? {
             let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
             for (i, x) in dst.iter_mut().enumerate() {
-                *x = fill[((run.at + i as u64) % s) as usize];
+                *x = fill[((at + i as u64) % s) as usize];
             }
         }
         Ok(())
