@@ -13,7 +13,8 @@ cache dropped before each, the sides alternating:
     time (how many CPUs it keeps busy);
   - ours: `np.load` of the `.npy` through a fresh mount, with the daemon's
     counters (blocks decoded, source bytes read) against what the store
-    holds, and the daemon's CPU seconds per thread name.
+    holds, the daemon's CPU seconds per thread name and the reader's own
+    (the kernel's copies on its side of FUSE).
   - base (with --base): `ours` with another bloscfs binary (an older build).
 Prints each round and the medians, and the ceiling
 1 / (1 / floor rate + 1 / cat rate) against which both are also shown.
@@ -91,13 +92,17 @@ def ours(src, mp, npy, binary=None):
     try:
         s0 = daemon_stats(mp)
         c0 = threads_cpu(m.p.pid)
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         t = timed(lambda: np.load(npy))
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
         s1 = daemon_stats(mp)
         c1 = threads_cpu(m.p.pid)
     finally:
         m.close()
     d = {k: s1[k] - s0.get(k, 0) for k in s1}
-    return t, d, c1 - c0
+    cpu = c1 - c0
+    cpu["reader (np.load)"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return t, d, cpu
 
 
 def store_bytes(path):
@@ -160,7 +165,7 @@ def main():
             _, d, cpu = res[side][-1]
             print(f"{name}: {side} (last round) "
                   + " ".join(f"{k}={d[k]}" for k in wanted if k in d))
-            print(f"{name}: {side} daemon CPU s by thread: "
+            print(f"{name}: {side} CPU s by thread (daemon) and of the reader: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in cpu.most_common() if v > 0))
 
 
