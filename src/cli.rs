@@ -367,9 +367,13 @@ fn zarr_dir(path: &Path) -> Option<PathBuf> {
         .then(|| path.to_path_buf())
 }
 
+/// The Zarr array at `dir`, its chunks decoded on all CPUs (the chunks a
+/// read crosses in parallel; the pool's threads start on the first read).
 fn open_zarr(dir: &Path) -> Result<bloscfs_zarr::ZarrArray, String> {
     let store = std::sync::Arc::new(bloscfs_zarr::DirStore::new(dir));
-    bloscfs_zarr::ZarrArray::open(store)
+    let pool = std::sync::Arc::new(bloscfs_pool::Pool::per_cpu());
+    let env = Env::with_runner(bloscfs_zarr::array::CACHE_BYTES, pool);
+    bloscfs_zarr::ZarrArray::open_with(store, env)
         .map_err(|e| format!("{}: Zarr array not read: {e}", dir.display()))
 }
 

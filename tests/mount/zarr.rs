@@ -101,3 +101,42 @@ fn a_4k_read_of_a_zarr_npy_decodes_only_its_blocks() {
         m.unmount_without_panic(&log);
     }
 }
+
+/// Handles open at once on the `.npy` of an array of chunks decoded
+/// whole (v3 zstd: `zstd.zarr`, 3 chunks written) share what is decoded:
+/// reading it all through each in turn (the page cache dropped before
+/// each) fetches every chunk once (`source_bytes_read` is the chunk
+/// files' size), each read as zarr-python read it.
+#[test]
+fn handles_open_at_once_on_a_zarr_npy_fetch_each_chunk_once() {
+    if !fuse_available() {
+        return;
+    }
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    let m = Mount::prepare();
+    let dir = fixture("zarr/z3-3.1.6/stores/zstd.zarr");
+    copy(&dir, &m.src().join("zstd.zarr"));
+    let want = std::fs::read(fixture("zarr/z3-3.1.6/expected/zstd.zarr.npy")).unwrap();
+    let chunk_bytes: u64 = ["c/0/0", "c/0/1", "c/2/0"]
+        .iter()
+        .map(|k| std::fs::metadata(dir.join(k)).unwrap().len())
+        .sum();
+    let (mut m, log) = m.mount_logged(&["-o", "xattr"]);
+    let mp = m.mp();
+    let before = stat(&mp, "source_bytes_read");
+    let files: Vec<_> = (0..4)
+        .map(|_| std::fs::File::open(mp.join("zstd.npy")).unwrap())
+        .collect();
+    for f in &files {
+        // SAFETY: a valid descriptor; advice only (the read goes to the
+        // daemon, not the page cache).
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let mut all = vec![0u8; want.len()];
+        f.read_exact_at(&mut all, 0).unwrap();
+        assert!(all == want, "other bytes than zarr-python's");
+    }
+    assert_eq!(stat(&mp, "source_bytes_read") - before, chunk_bytes);
+    drop(files);
+    m.unmount_without_panic(&log);
+}

@@ -12,7 +12,6 @@ use crate::shard::Shards;
 use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
 use blosc_decode::container::Env;
-use blosc_decode::io::Source;
 use std::sync::Arc;
 
 /// The cache budget of an array opened without an [`Env`] of its own
@@ -20,11 +19,17 @@ use std::sync::Arc;
 pub const CACHE_BYTES: u64 = 64 << 20;
 
 pub struct ZarrArray {
-    meta: ArrayMeta,
+    a: Arc<Inner>,
+}
+
+/// What a [`ZarrArray`] is, shared with the jobs that decode its chunks in
+/// parallel ([`crate::ahead`]).
+pub(crate) struct Inner {
+    pub(crate) meta: ArrayMeta,
     store: Arc<dyn ChunkStore>,
     grid: Vec<u64>,
     header: Vec<u8>,
-    chunks: Chunks,
+    pub(crate) chunks: Chunks,
     /// A sharded array's shards (the grid walked is the inner chunks').
     shards: Option<Shards>,
 }
@@ -62,58 +67,60 @@ impl ZarrArray {
     /// one budget) and counting in its counters.
     pub fn with_env(meta: ArrayMeta, store: Arc<dyn ChunkStore>, env: Env) -> ZarrArray {
         let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
-        ZarrArray {
+        let a = Inner {
             grid: grid_shape(&meta),
             header,
             chunks: Chunks::new(&meta, env),
             shards: meta.shard.clone().map(|s| Shards::new(s, meta.keys)),
             meta,
             store,
-        }
+        };
+        ZarrArray { a: Arc::new(a) }
     }
 
     /// What it reads through: the cache and the counters.
     pub fn env(&self) -> &Env {
-        self.chunks.env()
+        self.a.chunks.env()
     }
 
     /// Are its chunks read by Blosc block ([`crate::chunks::by_block`])?
     pub fn by_block(&self) -> bool {
-        self.chunks.by_block()
+        self.a.chunks.by_block()
     }
 
     pub fn meta(&self) -> &ArrayMeta {
-        &self.meta
+        &self.a.meta
     }
 
     /// The `.npy` header `numpy.save` writes for the values.
     pub fn npy_header(&self) -> &[u8] {
-        &self.header
+        &self.a.header
     }
 
     /// Bytes of the `.npy` file: header and values.
     pub fn npy_len(&self) -> u64 {
-        self.header.len() as u64 + self.meta.data_bytes()
+        self.a.header.len() as u64 + self.a.meta.data_bytes()
     }
 
     /// Chunks decoded whole so far (a chunk read by block counts its
     /// blocks in the [`Env`]'s `blocks_decoded`).
     pub fn decodes(&self) -> u64 {
-        self.chunks.decodes()
+        self.a.chunks.decodes()
     }
 
     /// Shard indexes read so far (0 for an array without shards).
     pub fn index_reads(&self) -> u64 {
-        self.shards.as_ref().map_or(0, Shards::index_reads)
+        self.a.shards.as_ref().map_or(0, Shards::index_reads)
     }
 
     /// Read the `.npy` file's bytes at `off` into `buf`; fewer at its end.
     pub fn read_npy_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let h = self.header.len() as u64;
+        let header = &self.a.header;
+        let h = header.len() as u64;
         let mut done = 0;
         if off < h {
             let n = ((h - off) as usize).min(buf.len());
-            buf[..n].copy_from_slice(&self.header[off as usize..off as usize + n]);
+            buf[..n].copy_from_slice(&header[off as usize..off as usize + n]);
             done = n;
         }
         let at = off.max(h) - h;
@@ -121,25 +128,33 @@ impl ZarrArray {
     }
 
     /// Read the C-order values' bytes at `off` into `buf`; fewer at their
-    /// end.
+    /// end. The chunks it touches past the first are handed to the runner
+    /// of the [`Env`], if any, to be decoded meanwhile, and the read is
+    /// served chunk by chunk (`crate::ahead`).
     pub fn read_values_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let total = self.meta.data_bytes();
+        let total = self.a.meta.data_bytes();
         if off >= total {
             return Ok(0);
         }
         let n = (total - off).min(buf.len() as u64);
-        let mut b = off;
-        while b < off + n {
-            let len = self.read_run(b, off + n, &mut buf[(b - off) as usize..])?;
-            b += len;
-        }
+        crate::ahead::read(&self.a, off, &mut buf[..n as usize])?;
         Ok(n as usize)
     }
+}
 
-    /// Copy the bytes from `b` that one chunk holds contiguously (up to
-    /// the end of its row, or `end`) to the start of `dst`; returns how
-    /// many.
-    fn read_run(&self, b: u64, end: u64, dst: &mut [u8]) -> Result<u64> {
+/// The bytes from a C-order offset that one chunk holds contiguously.
+pub(crate) struct Run {
+    /// The chunk's grid position.
+    pub(crate) pos: Vec<u64>,
+    /// Where they start in the chunk's values.
+    pub(crate) at: u64,
+    /// How many (up to the end of the chunk's row, or of the request).
+    pub(crate) len: u64,
+}
+
+impl Inner {
+    /// The run of bytes from `b` (up to `end` at most).
+    pub(crate) fn run_at(&self, b: u64, end: u64) -> Run {
         let m = &self.meta;
         let s = m.dtype.size;
         let (e, r) = (b / s, b % s);
@@ -156,19 +171,22 @@ impl ZarrArray {
             0 => 1,
             _ => (m.chunks[nd - 1] - inner[nd - 1]).min(m.shape[nd - 1] - idx[nd - 1]),
         };
-        let len = ((e + run) * s).min(end) - b;
-        let dst = &mut dst[..len as usize];
-        let chunk = self.chunk(&pos)?;
-        let at = linear(&inner, &m.chunks) * s + r;
-        if !chunk
-            .copy(at, dst)
-            .map_err(|e| in_key(e, &self.key(&pos)))?
-        {
+        Run {
+            pos,
+            at: linear(&inner, &m.chunks) * s + r,
+            len: ((e + run) * s).min(end) - b,
+        }
+    }
+
+    /// Copy bytes `at..` of `chunk` (at grid position `pos`) into `dst`.
+    pub(crate) fn copy(&self, chunk: &Chunk, pos: &[u64], at: u64, dst: &mut [u8]) -> Result<()> {
+        if !chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))? {
+            let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
             for (i, x) in dst.iter_mut().enumerate() {
-                *x = m.fill[((r + i as u64) % s) as usize];
+                *x = fill[((at + i as u64) % s) as usize];
             }
         }
-        Ok(len)
+        Ok(())
     }
 
     /// How messages name the chunk at grid position `pos`: its key (for a
@@ -180,34 +198,34 @@ impl ZarrArray {
         }
     }
 
-    /// The chunk at grid position `pos` (remembered or cached). Its key is
-    /// made only when the chunk is looked for in the store.
-    fn chunk(&self, pos: &[u64]) -> Result<Chunk> {
-        let id = linear(pos, &self.grid);
-        if let Some(c) = self.chunks.known(id) {
-            return Ok(c);
-        }
+    /// The number of the chunk at grid position `pos`.
+    pub(crate) fn id(&self, pos: &[u64]) -> u64 {
+        linear(pos, &self.grid)
+    }
+
+    /// The chunk at grid position `pos` (remembered, cached, or loaded
+    /// once however many readers want it at once). Its key is made only
+    /// when the chunk is looked for in the store.
+    pub(crate) fn chunk(&self, pos: &[u64]) -> Result<Chunk> {
+        self.chunks.get(self.id(pos), |id| self.fetch(pos, id))
+    }
+
+    /// Fetch and open (or decode) chunk `id` at grid position `pos`,
+    /// whether or not it is known already.
+    pub(crate) fn fetch(&self, pos: &[u64], id: u64) -> Result<Chunk> {
         let key = self.key(pos);
         let src = match &self.shards {
             Some(s) => s.inner(self.store.as_ref(), pos),
-            None => self.encoded(&key),
+            None => self.store.open(&key),
         };
-        let found = match src {
+        match src {
             Ok(Some(src)) => self
                 .chunks
                 .load(&self.meta, id, src, &key)
-                .map_err(|e| in_key(e, &key))?,
-            Ok(None) => Chunk::Missing,
-            Err(e) => return Err(in_key(e, &key)),
-        };
-        self.chunks.keep(id, &found);
-        Ok(found)
-    }
-
-    /// The encoded bytes of the chunk stored at `key`, for positional
-    /// reads; `None` for a chunk never written.
-    fn encoded(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
-        self.store.open(key)
+                .map_err(|e| in_key(e, &key)),
+            Ok(None) => Ok(Chunk::Missing),
+            Err(e) => Err(in_key(e, &key)),
+        }
     }
 }
 
@@ -220,6 +238,7 @@ fn in_key(mut e: Error, key: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blosc_decode::io::Source;
 
     /// A store holding nothing.
     struct Empty;

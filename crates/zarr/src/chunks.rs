@@ -15,6 +15,7 @@ use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
 use crate::store::read_bounded;
 use crate::{Error, Result};
+use blosc_decode::ahead::Claim;
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
 use blosc_decode::io::Source;
@@ -75,6 +76,14 @@ impl Drop for Chunks {
     }
 }
 
+/// The block a chunk decoded whole is, for the readers waiting for it.
+pub(crate) fn whole(r: &Result<Chunk>) -> Option<Block> {
+    match r {
+        Ok(Chunk::Whole(b)) => Some(b.clone()),
+        _ => None,
+    }
+}
+
 fn nonzero(n: usize) -> NonZeroUsize {
     NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
 }
@@ -127,7 +136,7 @@ impl Chunks {
         self.by_block
     }
 
-    fn key(&self, id: u64) -> BlockKey {
+    pub(crate) fn key(&self, id: u64) -> BlockKey {
         (self.id, id, 0)
     }
 
@@ -150,6 +159,84 @@ impl Chunks {
                 None
             }
         }
+    }
+
+    /// Chunk `id`: known, or found by `load` (and kept). A chunk decoded
+    /// whole is loaded once however many readers (and decoding jobs) want
+    /// it at once: the first registers it in the runner's table (as blocks
+    /// are: `Ahead::start`), the others wait for it there.
+    pub(crate) fn get(&self, id: u64, load: impl FnOnce(u64) -> Result<Chunk>) -> Result<Chunk> {
+        if let Some(c) = self.known(id) {
+            return Ok(c);
+        }
+        if self.by_block {
+            // Opening a chunk twice costs its header, not a decode.
+            let c = load(id)?;
+            self.keep(id, &c);
+            return Ok(c);
+        }
+        let (key, ahead) = (self.key(id), &self.env.ahead);
+        loop {
+            if let Some(slot) = ahead.lookup(&key) {
+                match ahead.claim(&slot) {
+                    Claim::Mine => {
+                        let r = self.load_kept(id, load);
+                        ahead.finish(key, &slot, whole(&r));
+                        return r;
+                    }
+                    Claim::Done(Some(b)) => return Ok(Chunk::Whole(b)),
+                    Claim::Done(None) => {}
+                }
+            }
+            if let Some(c) = self.remembered(id) {
+                return Ok(c);
+            }
+            let Some(started) = ahead.start(key) else {
+                continue;
+            };
+            let r = self.load_kept(id, load);
+            started.finish(whole(&r));
+            return r;
+        }
+    }
+
+    /// `load` chunk `id` and keep it.
+    pub(crate) fn load_kept(
+        &self,
+        id: u64,
+        load: impl FnOnce(u64) -> Result<Chunk>,
+    ) -> Result<Chunk> {
+        let c = load(id)?;
+        self.keep(id, &c);
+        Ok(c)
+    }
+
+    /// Chunk `id` if it is known unwritten or cached (not counted as a
+    /// cache lookup: [`Chunks::known`] counted this read's).
+    fn remembered(&self, id: u64) -> Option<Chunk> {
+        if self.missing.lock().get(&id).is_some() {
+            return Some(Chunk::Missing);
+        }
+        self.env.cache.get(&self.key(id)).map(Chunk::Whole)
+    }
+
+    /// The opened container of chunk `id` (read by block), if remembered.
+    pub(crate) fn opened(&self, id: u64) -> Option<Arc<Container>> {
+        self.open.lock().peek(&id).cloned()
+    }
+
+    /// The cache key of block `i` of chunk `id` (read by block: the
+    /// container is keyed as `(array id, id)`).
+    pub(crate) fn block_key(&self, id: u64, i: u32) -> BlockKey {
+        (self.id, id, i)
+    }
+
+    /// Is chunk `id` (decoded whole) known, cached, or being loaded?
+    pub(crate) fn pending(&self, id: u64) -> bool {
+        let key = self.key(id);
+        self.missing.lock().contains(&id)
+            || self.env.cache.contains(&key)
+            || self.env.ahead.lookup(&key).is_some()
     }
 
     /// Remember chunk `id`, found as `c`.

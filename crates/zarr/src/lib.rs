@@ -14,6 +14,8 @@
 //! - [`grid`]: the regular chunk grid and chunk keys.
 //! - [`array`]: [`ZarrArray`], a read of `[off, off + len)` fetching and
 //!   decoding only the chunks it touches, through a [`ChunkStore`].
+//! - `ahead`: the chunks a read touches past the first decoded meanwhile
+//!   on the runner of blosc-decode's `Env`, each once.
 //! - [`chunks`]: how one chunk is read and kept: a chunk whose pipeline is
 //!   Blosc alone as a blosc-decode container (only the blocks a read
 //!   touches are decoded), any other decoded whole; both kept in the
@@ -23,6 +25,7 @@
 //! - [`store`]: where chunks come from ([`ChunkStore`]); [`DirStore`], a
 //!   local directory read through blosc-decode's `Source`.
 
+mod ahead;
 pub mod array;
 pub mod attrs;
 pub mod chunks;

@@ -22,13 +22,20 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The names whose presence makes a directory part of a Zarr store.
 const MARKERS: [&str; 5] = [".zarray", ".zgroup", ".zattrs", ".zmetadata", "zarr.json"];
 
 /// Directories remembered, at most (the map is emptied past it).
 const MAX_KEPT: usize = 1 << 16;
+
+/// Arrays of open handles remembered before those no handle reads any
+/// more are let go.
+const MAX_OPEN_ARRAYS: usize = 1024;
+
+/// An array open handles read, with the metadata it was made from.
+type OpenArray = (Arc<ArrayMeta>, Weak<ZarrArray>);
 
 /// The source tree with Zarr stores passed through.
 pub struct ZarrTree {
@@ -46,6 +53,10 @@ pub struct ZarrTree {
     attrs: Mutex<attrs::Kept>,
     /// Read errors of `.npy` files logged: one line per failed chunk.
     logged: npy::Logged,
+    /// The arrays open handles read, by directory, with the metadata
+    /// each was made from: handles open at once share one array, so
+    /// that what one decodes the others find.
+    open: Mutex<HashMap<PathBuf, OpenArray>>,
 }
 
 impl ZarrTree {
@@ -58,7 +69,30 @@ impl ZarrTree {
             groups: Mutex::new(HashMap::new()),
             attrs: Mutex::new(HashMap::new()),
             logged: Default::default(),
+            open: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The array at `dir` that `meta` describes: the one an open handle
+    /// reads already (made from the same metadata), else a new one.
+    fn shared_array(&self, dir: PathBuf, meta: Arc<ArrayMeta>) -> Arc<ZarrArray> {
+        let mut open = self.open.lock();
+        if let Some((m, a)) = open.get(&dir) {
+            if let Some(a) = a.upgrade().filter(|_| Arc::ptr_eq(m, &meta)) {
+                return a;
+            }
+        }
+        if open.len() >= MAX_OPEN_ARRAYS {
+            open.retain(|_, (_, a)| a.strong_count() > 0);
+        }
+        let store = npy::TreeStore {
+            tree: self.inner.clone(),
+            dir: dir.clone(),
+        };
+        let a = ZarrArray::with_env(ArrayMeta::clone(&meta), Arc::new(store), self.env.clone());
+        let a = Arc::new(a);
+        open.insert(dir, (meta, Arc::downgrade(&a)));
+        a
     }
 
     /// Does directory `dir` hold a Zarr marker? Remembered while the
@@ -264,15 +298,7 @@ impl WrappedTree for ZarrTree {
         let array_meta = self
             .array_meta(&dir)
             .ok_or_else(|| std::io::Error::from(crate::fs::Error::not_found()))?;
-        let store = npy::TreeStore {
-            tree: self.inner.clone(),
-            dir,
-        };
-        let array = ZarrArray::with_env(
-            ArrayMeta::clone(&array_meta),
-            Arc::new(store),
-            self.env.clone(),
-        );
+        let array = self.shared_array(dir, array_meta);
         let file = npy::NpyFile {
             array,
             meta: meta.clone(),

@@ -153,7 +153,7 @@ pub(super) type Logged = Arc<parking_lot::Mutex<std::collections::HashSet<String
 
 /// An open `.npy` of an array.
 pub(super) struct NpyFile {
-    pub(super) array: ZarrArray,
+    pub(super) array: Arc<ZarrArray>,
     pub(super) meta: Meta,
     pub(super) path: PathBuf,
     pub(super) logged: Logged,
