@@ -207,7 +207,7 @@ impl ZarrArray {
     /// The encoded bytes of the chunk stored at `key`, for positional
     /// reads; `None` for a chunk never written.
     fn encoded(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
-        self.store.open(key)
+        self.store.open(key, self.chunks.first(&self.meta))
     }
 }
 
@@ -220,12 +220,13 @@ fn in_key(mut e: Error, key: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blosc_decode::io::First;
 
     /// A store holding nothing.
     struct Empty;
 
     impl ChunkStore for Empty {
-        fn open(&self, _key: &str) -> Result<Option<Arc<dyn Source>>> {
+        fn open(&self, _key: &str, _first: First) -> Result<Option<Arc<dyn Source>>> {
             Ok(None)
         }
     }
