@@ -15,6 +15,8 @@ and `If-Match` with another tag gives a 412. Multi-range requests get a 400.
 
 Faults, by the syntax MODE[:ARG]:
   ignore-range   200 with the whole body to a ranged request
+  no-suffix      200 with the whole body to a suffix range (`-N`); other
+                 ranges honoured
   5xx:N          503 to the next N requests
   drop           headers for the whole answer, half the body, connection closed
   etag-change    a different ETag (and If-Match not checked), as when the
@@ -459,7 +461,8 @@ class Handler(BaseHTTPRequestHandler):
         if want and fault != "etag-change" and want != tag:
             return self.answer(412, b"precondition failed")
         size, start, end = st.st_size, 0, st.st_size  # end exclusive
-        ranged = rng is not None and fault != "ignore-range"
+        suffix = rng is not None and rng.strip().startswith("bytes=-")
+        ranged = rng is not None and fault != "ignore-range" and not (fault == "no-suffix" and suffix)
         if ranged:
             m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
             if not m or not (m.group(1) or m.group(2)):

@@ -12,7 +12,7 @@ use crate::local::{self, longpath, FrameDir, SourceDir};
 use crate::mount_table::FuseMounts;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
-use blosc_decode::io::{self, Source, Stamp};
+use blosc_decode::io::{self, First, Source, Stamp};
 use std::ffi::OsString;
 use std::fs::{File, Metadata};
 use std::os::unix::ffi::OsStrExt;
@@ -214,8 +214,13 @@ pub trait SourceTree: Send + Sync {
     }
     /// The file at `path` for positional reads (`None`: there is none),
     /// asked of the source directly where it can (a remote object by its
-    /// key: no listing of its directory). Zarr chunks are opened so.
-    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+    /// key: no listing of its directory, and what its reader reads `first`
+    /// in the same request). Zarr chunks are opened so.
+    fn open_file(
+        &self,
+        path: &Path,
+        _first: First,
+    ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
         open_by_stat(self, path)
     }
     /// Extended attributes of a plain file `path` (name, value).
@@ -235,15 +240,25 @@ pub(super) fn open_by_stat<T: SourceTree + ?Sized>(
     tree: &T,
     path: &Path,
 ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
-    let md = match tree.stat(path) {
-        Ok(md) if md.is_file() => md,
-        Ok(_) => return Ok(None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(blosc_decode::Error::from(e).in_file(path)),
+    let Some(md) = stat_file(tree, path)? else {
+        return Ok(None);
     };
     tree.open_source(path, &md)
         .map(Some)
         .map_err(|e| e.in_file(path))
+}
+
+/// What a `stat` of `path` says, if it is a file.
+pub(super) fn stat_file<T: SourceTree + ?Sized>(
+    tree: &T,
+    path: &Path,
+) -> blosc_decode::Result<Option<Meta>> {
+    match tree.stat(path) {
+        Ok(md) if md.is_file() => Ok(Some(md)),
+        Ok(_) => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(blosc_decode::Error::from(e).in_file(path)),
+    }
 }
 
 /// A local directory as the source tree.

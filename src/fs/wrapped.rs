@@ -5,7 +5,7 @@ use super::source_tree::{Meta, RawFile, SourceTree};
 use super::Statfs;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::Probe;
-use blosc_decode::io::Source;
+use blosc_decode::io::{First, Source};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,8 +67,12 @@ pub trait WrappedTree: Send + Sync {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner().counters()
     }
-    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
-        self.inner().open_file(path)
+    fn open_file(
+        &self,
+        path: &Path,
+        first: First,
+    ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        self.inner().open_file(path, first)
     }
     fn xattrs(&self, path: &Path) -> Vec<(String, Vec<u8>)> {
         self.inner().xattrs(path)
@@ -126,8 +130,12 @@ impl<W: WrappedTree> SourceTree for W {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         WrappedTree::counters(self)
     }
-    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
-        WrappedTree::open_file(self, path)
+    fn open_file(
+        &self,
+        path: &Path,
+        first: First,
+    ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+        WrappedTree::open_file(self, path, first)
     }
     fn xattrs(&self, path: &Path) -> Vec<(String, Vec<u8>)> {
         WrappedTree::xattrs(self, path)

@@ -65,6 +65,10 @@ fn the_fault_server_does_what_it_says() {
     assert_eq!(s.get("/f.bin", &["Range: bytes=0-1,5-6"]).status, 400);
     let a = s.get("/_f/ignore-range/f.bin", &["Range: bytes=100-199"]);
     assert_eq!((a.status, a.body.len()), (200, body.len()));
+    let a = s.get("/_f/no-suffix/f.bin", &["Range: bytes=-10"]);
+    assert_eq!((a.status, a.body.len()), (200, body.len()));
+    let a = s.get("/_f/no-suffix/f.bin", &["Range: bytes=100-199"]);
+    assert_eq!((a.status, &a.body[..]), (206, &body[100..200]));
     let a = s.get("/_f/short-range/f.bin", &["Range: bytes=100-199"]);
     assert_eq!(a.header("content-range"), Some("bytes 100-149/10000"));
     assert_eq!(a.body, body[100..150]);
@@ -97,6 +101,18 @@ fn a_200_to_a_ranged_get_is_refused_never_read_as_the_range() {
     let ok = exact_or_clear_error(&base_with_fault(&b, "ignore-range"), &raw, "ignore-range");
     assert!(b.srv.faulted("ignore-range") > 0);
     assert!(!ok, "a 200 answer to a ranged GET was accepted");
+}
+
+/// A server that answers a suffix range with the whole object but serves
+/// other ranges: the object's first bytes, asked for instead, are read as
+/// its first bytes (they were once kept as its tail).
+#[test]
+fn a_server_without_suffix_ranges_serves_exact_bytes() {
+    let Some(b) = Big::start() else { return };
+    let raw = b.raw("big");
+    let ok = exact_or_clear_error(&base_with_fault(&b, "no-suffix"), &raw, "no-suffix");
+    assert!(b.srv.faulted("no-suffix") > 0);
+    assert!(ok, "a server without suffix ranges was refused");
 }
 
 #[test]

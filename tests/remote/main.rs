@@ -25,3 +25,4 @@ mod stalls;
 mod tls;
 mod trees;
 mod zarr_counts;
+mod zarr_gets;

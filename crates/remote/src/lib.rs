@@ -145,6 +145,7 @@ pub use location::{check_endpoint, check_region, Location};
 pub use net::Stats;
 pub use object::RemoteObject;
 
+use blosc_decode::io::First;
 use fetch::Fetcher;
 use net::Counters;
 use object::Pending;
@@ -294,9 +295,10 @@ impl Remote {
         self.counted(list::stat(&self.0, key))
     }
 
-    /// The object at `key`, asked without a listing ([`list::object`]).
-    pub fn object(&self, key: &str) -> std::io::Result<Option<Object>> {
-        self.counted(list::object(&self.0, key))
+    /// The object at `key`, asked without a listing, with what its reader
+    /// reads `first` fetched in the same request ([`list::object`]).
+    pub fn object(&self, key: &str, first: First) -> std::io::Result<Option<Object>> {
+        self.counted(list::object(&self.0, key, first))
     }
 
     /// Positional reads of one version of an object (the one `obj`

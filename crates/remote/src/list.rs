@@ -5,10 +5,12 @@ use crate::connect::{join, Backend};
 use crate::error::{self, invalid, not_dir, not_found, FetchError};
 use crate::names::Skipped;
 use crate::net::block_on;
+use crate::object::MAX_FIRST;
 use crate::page_cache::PAGE;
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
 use crate::{Core, Entry, Listing, Object};
+use blosc_decode::io::First;
 use futures::StreamExt;
 use std::io;
 
@@ -17,6 +19,7 @@ use std::sync::Arc;
 
 /// Bytes of an object's tail a stat fetches (kept for the open after it).
 const TAIL: u64 = 256 << 10;
+
 /// Stats in flight for a listing that lacks sizes.
 const PROBES: usize = 16;
 
@@ -148,13 +151,11 @@ fn prefix_has_entries(core: &Arc<Core>, key: &str) -> bool {
     }
 }
 
-/// The object `key` (any version): one GET of its tail, kept in the span
-/// cache.
-/// The object at `key` by a GET of its tail (kept for the reads after it),
-/// without a listing: a file whose key is known (a Zarr chunk) costs no
-/// listing of its directory. `None` if there is none (404), or, by a
-/// manifest, if the manifest does not hold it.
-pub fn object(core: &Arc<Core>, key: &str) -> Result<Option<Object>> {
+/// The object at `key` by a GET of what its reader reads `first` (kept for
+/// the reads after it), without a listing: a file whose key is known (a
+/// Zarr chunk) costs no listing of its directory. `None` if there is none
+/// (404), or, by a manifest, if the manifest does not hold it.
+pub fn object(core: &Arc<Core>, key: &str, first: First) -> Result<Option<Object>> {
     if key.is_empty() || !parse::showable_path(key) {
         return Ok(None);
     }
@@ -168,25 +169,35 @@ pub fn object(core: &Arc<Core>, key: &str) -> Result<Option<Object>> {
             };
         }
     }
-    match block_on(probe(core, key)) {
+    match block_on(probe_first(core, key, first)) {
         Ok(o) => Ok(Some(o)),
         Err(FetchError::Gone(_)) => Ok(None),
         Err(e) => Err(e.into_io()),
     }
 }
 
+/// The object at `key` by a GET of its tail (a container's trailer).
 async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
+    probe_first(core, key, First::Tail(TAIL)).await
+}
+
+/// The object at `key` by a GET of its `first` bytes (at most
+/// [`MAX_FIRST`]), which are kept in the page cache.
+async fn probe_first(core: &Arc<Core>, key: &str, first: First) -> Result<Object, FetchError> {
     let f = &core.fetcher;
     let what = format!("GET {}", f.url(key));
     let get = |want| async { f.get(key, want, None).await.map_err(|e| e.named(&what)) };
-    let ans = match get(Want::Suffix(TAIL)).await {
-        // A server that refuses suffix ranges (416, or a 200 answer); an
-        // empty object (416).
-        Err(FetchError::NoRange(_)) => match get(Want::Range(0..TAIL)).await {
-            Err(FetchError::NoRange(_)) => get(Want::Empty).await?,
-            a => a?,
+    let head = |n: u64| Want::Range(0..n.clamp(PAGE, MAX_FIRST));
+    // Where the answer's data starts: 0 but for a suffix (an object
+    // shorter than the suffix comes whole).
+    let (ans, suffix) = match first {
+        First::Tail(n) => match get(Want::Suffix(n.clamp(PAGE, MAX_FIRST))).await {
+            // A server that refuses suffix ranges (416, or a 200 answer);
+            // an empty object (416).
+            Err(FetchError::NoRange(_)) => (head_or_empty(&get, head(n)).await?, false),
+            a => (a?, true),
         },
-        a => a?,
+        First::Head(n) => (head_or_empty(&get, head(n)).await?, false),
     };
     let mtime = ans.mtime.filter(|t| *t != std::time::UNIX_EPOCH);
     let obj = Object {
@@ -195,29 +206,35 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
         etag: ans.etag,
         mtime,
     };
-    // Keep the whole pages of the tail (or head) it brought, for the open
-    // after it (only those of a version another open may share).
+    // Keep the whole pages it brought, for the open after it (only those of
+    // a version another open may share).
     let Some(v) = crate::shared_version(&obj) else {
         return Ok(obj);
     };
-    let start = if ans.data.len() as u64 == obj.len || ans.len <= TAIL {
-        0
-    } else {
-        obj.len - ans.data.len() as u64
+    let start = match suffix {
+        true => obj.len.saturating_sub(ans.data.len() as u64),
+        false => 0,
     };
-    let (start, skip) = if start == 0 {
-        (0, 0)
-    } else {
-        (
-            start.div_ceil(PAGE) * PAGE,
-            start.div_ceil(PAGE) * PAGE - start,
-        )
-    };
-    if (skip as usize) < ans.data.len() {
-        let data = ans.data.slice(skip as usize..);
-        core.pages.lock().insert(v, start, &data, obj.len);
+    let aligned = start.div_ceil(PAGE) * PAGE;
+    let skip = (aligned - start) as usize;
+    if skip < ans.data.len() {
+        let data = ans.data.slice(skip..);
+        core.pages.lock().insert(v, aligned, &data, obj.len);
     }
     Ok(obj)
+}
+
+/// The answer to a GET of `want` (a range from 0), or to a GET of the
+/// whole object if it is empty or the server refuses ranges.
+async fn head_or_empty<F, G>(get: &F, want: Want) -> Result<crate::fetch::Answer, FetchError>
+where
+    F: Fn(Want) -> G,
+    G: std::future::Future<Output = Result<crate::fetch::Answer, FetchError>>,
+{
+    match get(want).await {
+        Err(FetchError::NoRange(_)) => get(Want::Empty).await,
+        a => a,
+    }
 }
 
 /// The entries of `dir` whose names start with `start` (no `/` in it;

@@ -7,7 +7,7 @@ use crate::net::{block_on, runtime, Counters};
 use crate::page_cache::{self, Version, PAGE};
 use crate::readahead::ReadAhead;
 use crate::{Core, Object};
-use blosc_decode::io::Source;
+use blosc_decode::io::{First, Source};
 use blosc_decode::{Error, Result};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -30,6 +30,9 @@ pub type Pending = Shared<BoxFuture<'static, Result<Run, FetchError>>>;
 /// chunk offsets and trailer. Objects up to `HEAD + TAIL` come whole.
 const HEAD: u64 = 128 << 10;
 const TAIL: u64 = 256 << 10;
+
+/// The most an open by name fetches of what its reader reads first.
+pub(crate) const MAX_FIRST: u64 = 16 << 20;
 
 /// Positional reads of one version of a remote object (the one
 /// [`RemoteObject::object`] describes): the library's [`Source`].
@@ -93,8 +96,27 @@ impl RemoteObject {
             let tail = (len - TAIL).div_ceil(PAGE) * PAGE;
             vec![0..HEAD, tail..len]
         };
+        self.fetch_missing(&ranges).await
+    }
+
+    /// Fetch what a reader of a file opened by name reads `first`, in one
+    /// GET if it is not cached (the GET that found the object by its key
+    /// usually brought it).
+    pub fn prefetch_first(&self, first: First) -> Result<()> {
+        let len = self.obj.len;
+        let r = match first {
+            First::Head(n) => 0..n.min(MAX_FIRST).min(len),
+            First::Tail(n) => len.saturating_sub(n.min(MAX_FIRST))..len,
+        };
+        block_on(self.fetch_missing(&[r]))
+    }
+
+    /// Fetch the pages of `ranges` that are neither cached nor being
+    /// fetched, and wait for them.
+    async fn fetch_missing(&self, ranges: &[Range<u64>]) -> Result<()> {
         let waits: Vec<Pending> = ranges
             .iter()
+            .filter(|r| !r.is_empty())
             .filter_map(|r| self.start_missing(page_cache::pages(r)))
             .collect();
         for r in futures::future::join_all(waits).await {

@@ -216,7 +216,7 @@ impl Inner {
         let key = self.key(pos);
         let src = match &self.shards {
             Some(s) => s.inner(self.store.as_ref(), pos),
-            None => self.store.open(&key),
+            None => self.store.open(&key, self.chunks.first(&self.meta)),
         };
         match src {
             Ok(Some(src)) => self
@@ -238,13 +238,13 @@ fn in_key(mut e: Error, key: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blosc_decode::io::Source;
+    use blosc_decode::io::{First, Source};
 
     /// A store holding nothing.
     struct Empty;
 
     impl ChunkStore for Empty {
-        fn open(&self, _key: &str) -> Result<Option<Arc<dyn Source>>> {
+        fn open(&self, _key: &str, _first: First) -> Result<Option<Arc<dyn Source>>> {
             Ok(None)
         }
     }

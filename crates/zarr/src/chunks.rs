@@ -18,7 +18,7 @@ use crate::{Error, Result};
 use blosc_decode::ahead::Claim;
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
-use blosc_decode::io::Source;
+use blosc_decode::io::{First, Source};
 use blosc_decode::open::open_chunk;
 use lru::LruCache;
 use parking_lot::Mutex;
@@ -33,6 +33,10 @@ pub const MAX_OPEN: usize = 32;
 
 /// Chunks known to be unwritten remembered per array, at most.
 pub const MAX_MISSING: usize = 1024;
+
+/// What is fetched with the open of a Blosc chunk read by block: its
+/// header and the offsets of up to 16,000 blocks.
+const BLOSC_HEAD: u64 = 64 << 10;
 
 /// One chunk's values, as a read finds them.
 #[derive(Clone)]
@@ -134,6 +138,19 @@ impl Chunks {
 
     pub(crate) fn by_block(&self) -> bool {
         self.by_block
+    }
+
+    /// What a read of a chunk file reads first: a Blosc chunk read by
+    /// block its header and block offsets, any other chunk all of it
+    /// (decoded whole; its encoded size is about its stored size).
+    pub(crate) fn first(&self, meta: &ArrayMeta) -> First {
+        match self.by_block {
+            true => First::Head(BLOSC_HEAD),
+            false => {
+                let stored = meta.stored_bytes();
+                First::Head(stored.saturating_add(stored / 64).saturating_add(4096))
+            }
+        }
     }
 
     pub(crate) fn key(&self, id: u64) -> BlockKey {

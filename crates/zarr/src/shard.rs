@@ -13,7 +13,7 @@ use crate::grid::{chunk_key, linear};
 use crate::meta::{KeyEncoding, ShardMeta};
 use crate::store::ChunkStore;
 use crate::{Error, Result};
-use blosc_decode::io::{self, Source, Window};
+use blosc_decode::io::{self, First, Source, Window};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
@@ -189,7 +189,12 @@ impl Shards {
         if let Some(k) = self.kept.lock().get(key) {
             return Ok(k.clone());
         }
-        let kept = match store.open(key)? {
+        let n = self.meta.index_bytes();
+        let first = match self.meta.index_at_start {
+            true => First::Head(n),
+            false => First::Tail(n),
+        };
+        let kept = match store.open(key, first)? {
             Some(src) => {
                 self.index_reads.fetch_add(1, Ordering::Relaxed);
                 Some(Arc::new(Index::read(src, &self.meta)?))
@@ -232,8 +237,8 @@ mod tests {
     }
 
     impl ChunkStore for Counted {
-        fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
-            Ok(self.dir.open(key)?.map(|inner| {
+        fn open(&self, key: &str, first: First) -> Result<Option<Arc<dyn Source>>> {
+            Ok(self.dir.open(key, first)?.map(|inner| {
                 Arc::new(CountedSource {
                     inner,
                     reads: self.reads.clone(),

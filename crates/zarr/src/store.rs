@@ -1,20 +1,22 @@
 //! Where an array's chunks and metadata come from.
 
 use crate::{Error, Result};
-use blosc_decode::io::{self, FileSource, Source};
+use blosc_decode::io::{self, FileSource, First, Source};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// An array's directory: its files by key (`/`-separated, relative).
 pub trait ChunkStore: Send + Sync {
     /// The file stored at `key`, for positional reads (a part of a shard,
-    /// the blocks of a Blosc chunk); `Ok(None)` if there is none.
-    fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>>;
+    /// the blocks of a Blosc chunk); `Ok(None)` if there is none. Its
+    /// reader reads `first` first: a store over a network fetches that
+    /// with the open.
+    fn open(&self, key: &str, first: First) -> Result<Option<Arc<dyn Source>>>;
 
     /// The bytes stored at `key`; `Ok(None)` if there is none. A file
     /// longer than `max` bytes is an error (nothing is allocated for it).
     fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>> {
-        match self.open(key)? {
+        match self.open(key, First::Head(max))? {
             Some(src) => {
                 let read = read_bounded(src.as_ref(), max, key);
                 match src.path() {
@@ -53,7 +55,7 @@ impl DirStore {
 }
 
 impl ChunkStore for DirStore {
-    fn open(&self, key: &str) -> Result<Option<Arc<dyn Source>>> {
+    fn open(&self, key: &str, _first: First) -> Result<Option<Arc<dyn Source>>> {
         let path = self.dir.join(key);
         let (file, md) = match io::open_regular(&path) {
             Ok(f) => f,

@@ -5,7 +5,7 @@
 
 use blosc_decode::ahead::{Job, JobKind, Runner};
 use blosc_decode::container::Env;
-use blosc_decode::io::Source;
+use blosc_decode::io::{First, Source};
 use bloscfs_zarr::{ChunkStore, DirStore, ZarrArray};
 use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ struct Gate {
 }
 
 impl ChunkStore for Gate {
-    fn open(&self, key: &str) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
+    fn open(&self, key: &str, first: First) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
         if key == self.key {
             let mut s = self.state.lock();
             s.0 += 1;
@@ -148,7 +148,7 @@ impl ChunkStore for Gate {
                 self.cv.wait(&mut s);
             }
         }
-        self.dir.open(key)
+        self.dir.open(key, first)
     }
 }
 

@@ -11,13 +11,13 @@ mod files;
 mod listed;
 mod perms;
 
-use super::source_tree::{open_by_stat, EntryKind, Meta, RawFile, SourceTree, Time};
+use super::source_tree::{stat_file, EntryKind, Meta, RawFile, SourceTree, Time};
 use super::Error;
 use super::Statfs;
 use crate::config::Perms;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
-use blosc_decode::io::Source;
+use blosc_decode::io::{First, Source};
 use bloscfs_remote::{Entry, Object, Remote};
 use files::{RemoteFrame, RemoteRaw};
 use listed::{Gate, Listed};
@@ -345,8 +345,13 @@ impl SourceTree for RemoteTree {
     }
 
     /// An object a trusted listing does not describe is asked for by its
-    /// key (a GET of its tail), not found by listing its directory.
-    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+    /// key (a GET of what its reader reads `first`), not found by listing
+    /// its directory. Either way no more is fetched with the open.
+    fn open_file(
+        &self,
+        path: &Path,
+        first: First,
+    ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
         let key = self.key(path).map_err(|e| err_in(e, path))?;
         let parent = key.rsplit_once('/').map_or("", |(p, _)| p);
         let seen = self
@@ -354,15 +359,24 @@ impl SourceTree for RemoteTree {
             .lock()
             .get(&key)
             .map(|s| s.at.elapsed() < self.ttl);
-        if seen == Some(true) || self.kept(parent, None).is_some() {
-            return open_by_stat(self, path);
-        }
-        let Some(o) = self.remote.object(&key).map_err(|e| err_in(e, path))? else {
-            return Ok(None);
+        let o = if seen == Some(true) || self.kept(parent, None).is_some() {
+            let Some(md) = stat_file(self, path)? else {
+                return Ok(None);
+            };
+            self.object_as(path, &md)?
+        } else {
+            let Some(o) = self
+                .remote
+                .object(&key, first)
+                .map_err(|e| err_in(e, path))?
+            else {
+                return Ok(None);
+            };
+            self.remember(key, Node::Object(o.clone()));
+            o
         };
-        self.remember(key, Node::Object(o.clone()));
         let src = self.remote.open(&o);
-        src.prefetch_open().map_err(|e| e.in_file(path))?;
+        src.prefetch_first(first).map_err(|e| e.in_file(path))?;
         Ok(Some(src))
     }
 

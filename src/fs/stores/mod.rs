@@ -27,7 +27,7 @@ use super::wrapped::WrappedTree;
 use super::Error;
 use blosc_decode::container::{Container, Env};
 use blosc_decode::detect::{self, Probe};
-use blosc_decode::io::{Source, Stamp};
+use blosc_decode::io::{First, Source, Stamp};
 use blosc_decode::open::ctable::CTable;
 use blosc_decode::open::embed::{self, Leaf as EmbeddedLeaf};
 use blosc_decode::open::store as zip_store;
@@ -451,10 +451,14 @@ impl WrappedTree for StoreTree {
 
     /// A file of the source tree is asked of it; one inside a store is
     /// looked up.
-    fn open_file(&self, path: &Path) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
+    fn open_file(
+        &self,
+        path: &Path,
+        first: First,
+    ) -> blosc_decode::Result<Option<Arc<dyn Source>>> {
         match self.locate(path) {
             Some(_) => open_by_stat(self, path),
-            None => self.inner.open_file(path),
+            None => self.inner.open_file(path, first),
         }
     }
 }

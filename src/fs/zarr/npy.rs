@@ -7,7 +7,7 @@
 
 use super::super::source_tree::{lseek_whole, EntryKind, Meta, RawFile, SourceTree};
 use crate::fs::Error;
-use blosc_decode::io::{Source, Stamp};
+use blosc_decode::io::{First, Source, Stamp};
 use bloscfs_zarr::meta::MAX_META_BYTES;
 use bloscfs_zarr::store::read_bounded;
 use bloscfs_zarr::{ArrayMeta, ChunkStore, ZarrArray, ZARRAY, ZARR_JSON};
@@ -32,8 +32,8 @@ pub(super) struct TreeStore {
 }
 
 impl ChunkStore for TreeStore {
-    fn open(&self, key: &str) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
-        self.tree.open_file(&self.dir.join(key))
+    fn open(&self, key: &str, first: First) -> bloscfs_zarr::Result<Option<Arc<dyn Source>>> {
+        self.tree.open_file(&self.dir.join(key), first)
     }
 }
 

@@ -41,6 +41,17 @@ pub fn last_errno() -> i32 {
     errno_of(&std::io::Error::last_os_error())
 }
 
+/// What a reader of a file opened by name reads of it first: a source that
+/// fetches over a network may fetch it with the open, in the same request
+/// (a Zarr chunk read whole, a Blosc chunk's header, a shard's index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum First {
+    /// Its first bytes, up to this many.
+    Head(u64),
+    /// Its last bytes, this many (or all of a shorter file).
+    Tail(u64),
+}
+
 /// How a block read may use the kernel's page cache ([`crate::Env`]'s
 /// `source_io`; a container turns `Auto` into `Buffered` for reads that
 /// continue a sequential scan). A hint to [`Source::read_span`]: a source

@@ -1,0 +1,103 @@
+//! Zarr arrays without shards from a remote source, written by
+//! zarr-python 3 (the project's `.venv`) when the test runs: 524288
+//! random uint32 in 4 chunks of 512 KiB, once with zstd and once with the
+//! blosc codec (16 KiB blocks). A chunk's object is found by its key and
+//! fetched with what its reader needs first: a cold 4 KiB read inside a
+//! zstd chunk costs one GET (the whole chunk), inside a Blosc chunk at
+//! most two (its header and block offsets, then the blocks read). Over
+//! plain HTTP with a manifest (counted by the server) and over S3, where
+//! the object is asked for by its key (counted by the daemon).
+
+use crate::common::*;
+use crate::counts::{mount_gets, settled};
+use crate::harness::*;
+use crate::servers::*;
+use std::os::unix::fs::FileExt;
+
+const WRITE: &str = r#"
+import sys, numpy as np, zarr
+from zarr.codecs import BloscCodec, ZstdCodec
+out = sys.argv[1]
+v = np.random.default_rng(33).integers(0, 2**32, 524288, dtype="u4")
+for name, c in [("zstd", ZstdCodec(level=1)),
+                ("blosc", BloscCodec(cname="zstd", clevel=1, shuffle="shuffle",
+                                     typesize=4, blocksize=16384))]:
+    a = zarr.create_array(out + "/" + name + ".zarr", shape=(524288,), chunks=(131072,),
+                          dtype="u4", compressors=c)
+    a[:] = v
+np.save(out + "/values.npy", zarr.open(out + "/zstd.zarr", mode="r")[...])
+"#;
+
+/// The arrays written into a directory of their own, and what zarr-python
+/// reads of them (`numpy.save`d); `None` (skipped) without python outside CI.
+fn staged() -> Option<(tempfile::TempDir, Vec<u8>)> {
+    let py = python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(py)
+        .args(["-c", WRITE])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = std::fs::read(dir.path().join("values.npy")).unwrap();
+    std::fs::remove_file(dir.path().join("values.npy")).unwrap();
+    write_manifest(dir.path());
+    Some((dir, want))
+}
+
+/// Through mount `m`: for each array, one cold 4 KiB read inside each
+/// chunk, away from its ends, each costing at most `most` GETs by `count`.
+fn cold_reads(m: &RemoteMount, want: &[u8], count: &dyn Fn() -> u64) {
+    assert_eq!(want.len(), 128 + 524288 * 4);
+    for (npy, most) in [("zstd.npy", 1), ("blosc.npy", 2)] {
+        let f = std::fs::File::open(m.path(npy)).unwrap();
+        let mut total = 0;
+        for k in [2u64, 0, 3, 1] {
+            // Page 50 of chunk k's 128 pages (the 128-byte header moves
+            // the chunk's bytes 128 bytes up the file).
+            let off = (k * 128 + 50) * 4096;
+            let before = settled(count);
+            let mut buf = vec![0u8; 4096];
+            f.read_exact_at(&mut buf, off).unwrap();
+            let cost = settled(count) - before;
+            assert!(
+                buf[..] == want[off as usize..off as usize + 4096],
+                "{npy}: chunk {k}"
+            );
+            assert!(cost <= most, "{npy}: a cold read in chunk {k}: {cost} GETs");
+            total += cost;
+        }
+        assert!(
+            total >= 4,
+            "{npy}: the cold reads cost {total} GETs: not cold"
+        );
+    }
+}
+
+#[test]
+fn http_cold_reads_of_zarr_chunks_fetch_what_they_need_first() {
+    if !fuse_available() {
+        return;
+    }
+    let Some((dir, want)) = staged() else { return };
+    let Some(srv) = Faulty::start(dir.path()) else {
+        return;
+    };
+    let mut m = Remote::http(&srv).mount(&[MANIFEST]);
+    cold_reads(&m, &want, &|| srv.gets());
+    m.unmount();
+}
+
+#[test]
+fn s3_cold_reads_of_zarr_chunks_fetch_what_they_need_first() {
+    if !fuse_available() {
+        return;
+    }
+    let Some((dir, want)) = staged() else { return };
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket("zgets");
+    moto.upload("zgets", "t", dir.path());
+    let mut m = Remote::s3(&moto, "zgets", "t").mount(&["xattr"]);
+    cold_reads(&m, &want, &|| mount_gets(&m));
+    m.unmount();
+}
