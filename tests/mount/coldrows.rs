@@ -250,9 +250,10 @@ fn the_first_cold_row_spawns_no_thread_and_maps_no_reply_buffer() {
     let opts = ["-d", "-o", "xattr,readahead=1M"];
     let (mut m, log) = m.mount_logged(&opts);
     let pid = m.child.as_ref().unwrap().id();
-    let (_, threads) = faults_and_threads(pid);
+    // The header first: once it is read, the mount has answered (its
+    // FUSE workers run).
     header_len(&m.mp().join("grid.npy"));
-    let (faults, _) = faults_and_threads(pid);
+    let (faults, threads) = faults_and_threads(pid);
     let before = requests(&log).len();
     read_slab(&m, "grid", 257);
     let after = faults_and_threads(pid);
