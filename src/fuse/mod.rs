@@ -161,8 +161,11 @@ impl Filesystem for BloscFuse {
         // `ls -l` gets every entry's attributes with the listing; a plain
         // `ls` or `find` gets names only (the kernel chooses).
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
-        // Before the mount answers: the first reads need not map them.
-        readbuf::prepare(self.threads);
+        // Before the mount answers: the first reads need not map them. As
+        // many as the CPUs run at once (a remote mount's 32 threads mostly
+        // wait on the network; the others map theirs on first use).
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        readbuf::prepare(self.threads.min(cpus));
         Ok(())
     }
 

@@ -48,5 +48,8 @@ fn a_chunk_layout_is_one_read_of_its_source() {
         .filter(|r| prefix.contains(&r.0))
         .collect();
     assert_eq!(reads.len(), 1, "{reads:?}");
-    assert!(reads[0].0 == 97 && reads[0].1 as u64 >= prefix.end - prefix.start, "{reads:?}");
+    assert!(
+        reads[0].0 == 97 && reads[0].1 as u64 >= prefix.end - prefix.start,
+        "{reads:?}"
+    );
 }
