@@ -55,6 +55,7 @@ impl FsOptions {
     /// decode-ahead pool are made here).
     pub fn env(&self) -> Env {
         let pool = std::sync::Arc::new(bloscfs_pool::Pool::per_cpu());
+        pool.start();
         let mut env = Env::with_runner(self.cache_size, pool);
         env.verify_checksums = self.verify_checksums;
         env.decode_ahead = self.decode_ahead;

@@ -143,6 +143,7 @@ impl Fs {
                     self.mark_broken(ino, stamp, &path, &why);
                     return Err(Error::io());
                 }
+                c.prepare_spares();
                 let sp = if md.is_dir() {
                     path.join("chunks.b2frame")
                 } else {

@@ -1,6 +1,7 @@
 //! The thin adapter from `fuser` (the only module that names it) to
 //! `fs::Fs`: the requests here, the session in `session.rs`.
 
+mod readbuf;
 mod session;
 
 pub use session::{connected, max_background, OwnMount, Session};
@@ -15,7 +16,6 @@ use fuser::{
     ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyInterrupt, ReplyLseek, ReplyOpen, ReplyStatfs,
     ReplyXattr, Request, RequestId,
 };
-use std::cell::RefCell;
 use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,10 +81,6 @@ fails!(
     ReplyStatfs,
     ReplyXattr
 );
-
-thread_local! {
-    static READBUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
 
 fn attr(a: &Attr) -> FileAttr {
     FileAttr {
@@ -165,6 +161,11 @@ impl Filesystem for BloscFuse {
         // `ls -l` gets every entry's attributes with the listing; a plain
         // `ls` or `find` gets names only (the kernel chooses).
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
+        // Before the mount answers: the first reads need not map them. As
+        // many as the CPUs run at once (a remote mount's 32 threads mostly
+        // wait on the network; the others map theirs on first use).
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        readbuf::prepare(self.threads.min(cpus));
         Ok(())
     }
 
@@ -282,12 +283,11 @@ impl Filesystem for BloscFuse {
         let Some(call) = self.calls.start(req.unique().0, reply) else {
             return;
         };
-        READBUF.with(|b| {
-            let mut b = b.borrow_mut();
+        readbuf::with(|b| {
             let paged = flags.0 & libc::O_DIRECT == 0;
             let r = self
                 .fs
-                .read_request(fh.0, offset, size, paged, &mut b, &mut later);
+                .read_request(fh.0, offset, size, paged, b, &mut later);
             let Some(reply) = call.finish() else {
                 if let Ok(Filled::Shared(span, _)) = r {
                     self.fs.recycle(span);
@@ -295,7 +295,7 @@ impl Filesystem for BloscFuse {
                 return;
             };
             match r {
-                Ok(Filled::Buf) => reply.data(&b),
+                Ok(Filled::Buf) => reply.data(b),
                 Ok(Filled::Zeros(n)) => reply.data(&ZEROS[..n]),
                 Ok(Filled::Shared(span, r)) => {
                     reply.data(&span[r]);

@@ -15,6 +15,7 @@ mod proxy_caches;
 mod saved_kinds;
 mod source_io;
 mod source_tree;
+mod spares;
 mod stores;
 mod zarr;
 mod zarr_attrs;

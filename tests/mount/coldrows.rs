@@ -225,3 +225,48 @@ fn the_npy_header_read_decodes_one_block() {
     let out: Vec<&str> = out.split_whitespace().collect();
     assert_eq!(out, ["4096", "(512,", "4096)"]);
 }
+
+/// The daemon's minor page faults so far and its threads (`/proc/<pid>`).
+fn faults_and_threads(pid: u32) -> (u64, usize) {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = st.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    (f[7].parse().unwrap(), tasks.count())
+}
+
+/// The first cold row after the mount (python-blosc2's default layout for
+/// a 2-D float64 array: blocks of two rows of 128 KiB): one 1 MiB request
+/// of nine blocks, decoded in parallel. Every thread of the daemon was
+/// started with the mount (none is spawned on the row's path), and the
+/// reply buffer was mapped then: the row's page faults (block buffers)
+/// are fewer than the 256 pages of that buffer alone.
+#[test]
+fn the_first_cold_row_spawns_no_thread_and_maps_no_reply_buffer() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    array(&m, "grid", "(512, 8192)", "(64, 8192)", "(2, 8192)", "f8");
+    let opts = ["-d", "-o", "xattr,readahead=1M"];
+    let (mut m, log) = m.mount_logged(&opts);
+    let pid = m.child.as_ref().unwrap().id();
+    // The header first: once it is read, the mount has answered (its
+    // FUSE workers run).
+    header_len(&m.mp().join("grid.npy"));
+    let (faults, threads) = faults_and_threads(pid);
+    let before = requests(&log).len();
+    read_slab(&m, "grid", 257);
+    let after = faults_and_threads(pid);
+    let decoded = stat(&m.mp(), "blocks_decoded");
+    m.unmount_without_panic(&log);
+    let big: Vec<_> = requests(&log)[before..]
+        .iter()
+        .copied()
+        .filter(|r| r.1 == 1 << 20)
+        .collect();
+    assert_eq!(big.len(), 1, "{:?}", requests(&log));
+    assert!(decoded >= 9, "{decoded} blocks decoded");
+    assert_eq!(after.1, threads, "threads started on the read path");
+    let row = after.0 - faults;
+    assert!(row < 256, "{row} page faults for the row");
+}

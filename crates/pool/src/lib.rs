@@ -4,7 +4,7 @@
 //! The decoder starts no thread of its own; a caller that wants decoding
 //! ahead of sequential readers (and blocks of scattered reads decoded in
 //! parallel) hands an [`Env`] a runner. This one has, each started on its
-//! first job:
+//! first job or all at once by [`Pool::start`]:
 //!
 //! - `bloscfs-ahead-N`: `workers` threads taking [`JobKind::Decode`] jobs
 //!   from one queue;
@@ -63,19 +63,30 @@ impl Pool {
         Pool::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
     }
 
+    /// Start every thread now, each decode thread with its codecs' state
+    /// made (`blosc_decode::codec::prepare_thread`): a mount's first read
+    /// then neither spawns threads nor sets them up on its path.
+    pub fn start(&self) {
+        if self.workers > 0 {
+            for kind in [JobKind::Decode, JobKind::Spare, JobKind::Hint] {
+                self.queue(kind);
+            }
+        }
+    }
+
     /// The queue of `kind`'s jobs, its threads started on first use.
     fn queue(&self, kind: JobKind) -> &Mutex<SyncSender<Job>> {
         match kind {
             JobKind::Decode => self.decode.get_or_init(|| {
                 let names = (0..self.workers).map(|i| format!("bloscfs-ahead-{i}"));
-                start(names.collect(), false)
+                start(names.collect(), false, blosc_decode::codec::prepare_thread)
             }),
             JobKind::Spare => self
                 .spares
-                .get_or_init(|| start(vec!["bloscfs-spares".into()], true)),
+                .get_or_init(|| start(vec!["bloscfs-spares".into()], true, || {})),
             JobKind::Hint => self
                 .hints
-                .get_or_init(|| start(vec!["bloscfs-hints".into()], false)),
+                .get_or_init(|| start(vec!["bloscfs-hints".into()], false, || {})),
         }
     }
 }
@@ -97,15 +108,18 @@ impl Runner for Pool {
 }
 
 /// A thread of each name (`idle`: at `SCHED_IDLE`) taking jobs from one
-/// queue.
-fn start(names: Vec<String>, idle: bool) -> Mutex<SyncSender<Job>> {
+/// queue, each running `prepare` first.
+fn start(names: Vec<String>, idle: bool, prepare: fn()) -> Mutex<SyncSender<Job>> {
     let (tx, rx) = sync_channel::<Job>(QUEUE);
     let rx = Arc::new(Mutex::new(rx));
     for name in names {
         let rx = rx.clone();
         let spawned = std::thread::Builder::new()
             .name(name.clone())
-            .spawn(move || serve(&rx, idle));
+            .spawn(move || {
+                prepare();
+                serve(&rx, idle)
+            });
         if let Err(e) = spawned {
             log::warn!("cannot start the {name} thread: {e}");
         }

@@ -135,6 +135,14 @@ impl BlockCache {
         }
     }
 
+    /// How many more spares of `len` bytes would be kept now.
+    pub fn spare_room(&self, len: usize) -> usize {
+        let sp = self.spares.lock();
+        let held: usize = sp.iter().map(|b| b.footprint()).sum();
+        let by_bytes = self.spare_bytes.saturating_sub(held) / len.next_multiple_of(PAGE).max(1);
+        SPARES.saturating_sub(sp.len()).min(by_bytes)
+    }
+
     /// Would a spare buffer of `len` bytes be kept?
     pub fn keeps_spare(&self, len: usize) -> bool {
         len.next_multiple_of(PAGE) <= self.spare_bytes

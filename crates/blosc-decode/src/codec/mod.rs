@@ -85,6 +85,17 @@ fn zlib_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
     })
 }
 
+/// Make this thread's codec state now (the zstd context it decodes with),
+/// rather than on its first block.
+pub fn prepare_thread() {
+    ZSTD.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = zstd::bulk::Decompressor::new().ok();
+        }
+    });
+}
+
 fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<usize> {
     let map = |e: std::io::Error| Error::corrupt(format!("zstd stream: {e}"));
     if let Some(d) = dict {

@@ -1,8 +1,8 @@
 //! [`Env`]: what containers share, and its defaults.
 
 use crate::ahead::policy::DecodeAhead;
-use crate::ahead::{Ahead, Runner};
-use crate::cache::{BlockCache, Stats};
+use crate::ahead::{Ahead, JobKind, Runner};
+use crate::cache::{BlockBuf, BlockCache, Stats};
 use crate::io::Access;
 use std::sync::Arc;
 
@@ -41,6 +41,26 @@ impl Env {
     /// the read path.
     pub fn with_runner(cache_bytes: u64, runner: Arc<dyn Runner>) -> Self {
         Env::with_ahead(cache_bytes, Ahead::new(Some(runner)))
+    }
+
+    /// Have the runner map spare buffers of `len` bytes, as many as the
+    /// cache keeps, off the read path: the first blocks a read hands to the
+    /// runner are then decoded into mapped pages, not page-faulted in.
+    pub fn prepare_spares(&self, len: usize) {
+        let cache = self.cache.clone();
+        if cache.spare_room(len) == 0 {
+            return;
+        }
+        self.ahead.spawn(
+            JobKind::Spare,
+            Box::new(move || {
+                for _ in 0..cache.spare_room(len) {
+                    let mut v = BlockBuf::new(len);
+                    v.populate();
+                    cache.put_spare(v);
+                }
+            }),
+        );
     }
 
     fn with_ahead(cache_bytes: u64, ahead: Ahead) -> Self {

@@ -150,6 +150,14 @@ impl Container {
         self.layout(ci).ok()
     }
 
+    /// Have spare buffers of this container's block size mapped off the
+    /// read path ([`Env::prepare_spares`]), for its first reads (an open).
+    pub fn prepare_spares(&self) {
+        if let Some(l) = self.first_layout() {
+            self.env.prepare_spares(l.block_len(0) as usize);
+        }
+    }
+
     /// How the raw content is presented (as it is, or as a `.npy` file).
     pub fn view(&self) -> &View {
         &self.view

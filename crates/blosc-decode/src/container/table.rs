@@ -11,6 +11,9 @@ use crate::index::{ChunkChecksum, ChunkEntry, ChunkLoc, Info};
 use crate::io::Source;
 use std::sync::Arc;
 
+/// Bytes of a chunk's first read (see `read_prefix`).
+const PREFIX_FIRST: u64 = 4096;
+
 /// Index of the entry of `chunks` holding uncompressed byte `off` (< the
 /// content's length).
 pub(super) fn chunk_at(chunks: &[ChunkEntry], off: u64) -> usize {
@@ -143,9 +146,19 @@ impl Container {
     }
 
     /// The start of the chunk at `offset` (at most `cbytes` long) that its
-    /// layout is parsed from: header, block starts and dictionary.
+    /// layout is parsed from: header, block starts and dictionary (and
+    /// what else the first read brought).
+    /// The first read of a chunk of more than four pages takes a page, not
+    /// only the header: the block starts that follow it (2 KiB for
+    /// python-blosc2's 512 blocks) come with it, one read of a cold source
+    /// (one disk round trip), not two. (A smaller chunk is read as before:
+    /// a page would be much of it, read again with its blocks.)
     fn read_prefix(&self, source: &dyn Source, offset: u64, cbytes: u64) -> Result<Vec<u8>> {
-        let head_len = (EXTENDED_HEADER_LEN as u64).min(cbytes) as usize;
+        let first = match cbytes > 4 * PREFIX_FIRST {
+            true => PREFIX_FIRST,
+            false => EXTENDED_HEADER_LEN as u64,
+        };
+        let head_len = first.min(cbytes) as usize;
         let mut prefix = vec![0u8; head_len];
         self.src_read(source, offset, &mut prefix)?;
         let header = ChunkHeader::parse(&prefix)?;

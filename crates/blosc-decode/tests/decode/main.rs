@@ -14,6 +14,7 @@ mod corrupt;
 mod frame;
 mod frame_sizes;
 mod npy_reads;
+mod prefix;
 mod reference;
 mod vlblocks;
 mod zfp;
