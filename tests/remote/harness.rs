@@ -347,6 +347,47 @@ pub fn stage(fx: &[Fx], dir: &Path) {
     }
 }
 
+/// What `script` (Python, given a new directory) writes, by the project's
+/// python, with a manifest; the file `npy` it saved there (what
+/// zarr-python reads) taken out and returned. `None` (skipped) without
+/// that python outside CI.
+pub fn written_by_python(script: &str, npy: &str) -> Option<(tempfile::TempDir, Vec<u8>)> {
+    let py = python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(py)
+        .args(["-c", script])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = std::fs::read(dir.path().join(npy)).unwrap();
+    std::fs::remove_file(dir.path().join(npy)).unwrap();
+    write_manifest(dir.path());
+    Some((dir, want))
+}
+
+/// `check` on a mount of `dir` served over plain HTTP (by its manifest),
+/// given the server's GET count.
+pub fn on_http(dir: &Path, check: impl Fn(&RemoteMount, &dyn Fn() -> u64)) {
+    let Some(srv) = Faulty::start(dir) else {
+        return;
+    };
+    let mut m = Remote::http(&srv).mount(&[MANIFEST]);
+    check(&m, &|| srv.gets());
+    m.unmount();
+}
+
+/// `check` on a mount of `dir` uploaded to a moto bucket `bucket`, given
+/// the daemon's GET count.
+pub fn on_s3(dir: &Path, bucket: &str, check: impl Fn(&RemoteMount, &dyn Fn() -> u64)) {
+    let Some(moto) = Moto::start() else { return };
+    moto.mkbucket(bucket);
+    moto.upload(bucket, "t", dir);
+    let mut m = Remote::s3(&moto, bucket, "t").mount(&["xattr"]);
+    check(&m, &|| crate::counts::mount_gets(&m));
+    m.unmount();
+}
+
 /// `dir/manifest.txt`: `SIZE PATH` for every file under `dir`.
 pub fn write_manifest(dir: &Path) {
     fn walk(top: &Path, d: &Path, out: &mut Vec<String>) {

@@ -7,9 +7,8 @@
 //! daemon).
 
 use crate::common::*;
-use crate::counts::{mount_gets, settled};
+use crate::counts::settled;
 use crate::harness::*;
-use crate::servers::*;
 use std::os::unix::fs::FileExt;
 
 const NPY: &str = "sharded.zarr/wide.npy";
@@ -24,23 +23,6 @@ a = g.create_array("wide", shape=(262144,), chunks=(4096,), shards=(131072,),
 a[:] = np.random.default_rng(32).integers(0, 2**32, 262144, dtype="u4")
 np.save(out + "/wide.npy", zarr.open(out + "/sharded.zarr/wide", mode="r")[...])
 "#;
-
-/// The array written into a directory of its own, and what zarr-python
-/// reads of it (`numpy.save`d); `None` (skipped) without python outside CI.
-fn staged() -> Option<(tempfile::TempDir, Vec<u8>)> {
-    let py = python()?;
-    let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(py)
-        .args(["-c", WRITE])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let want = std::fs::read(dir.path().join("wide.npy")).unwrap();
-    std::fs::remove_file(dir.path().join("wide.npy")).unwrap();
-    write_manifest(dir.path());
-    Some((dir, want))
-}
 
 /// Through mount `m`: one read in each shard (its index known), then
 /// random page-aligned 4 KiB reads each inside one inner chunk whose
@@ -87,13 +69,9 @@ fn http_random_reads_of_a_sharded_array_cost_one_get() {
     if !fuse_available() {
         return;
     }
-    let Some((dir, want)) = staged() else { return };
-    let Some(srv) = Faulty::start(dir.path()) else {
-        return;
-    };
-    let mut m = Remote::http(&srv).mount(&[MANIFEST]);
-    random_reads(&m, &want, &|| srv.gets());
-    m.unmount();
+    if let Some((dir, want)) = written_by_python(WRITE, "wide.npy") {
+        on_http(dir.path(), |m, count| random_reads(m, &want, count));
+    }
 }
 
 #[test]
@@ -101,11 +79,9 @@ fn s3_random_reads_of_a_sharded_array_cost_one_get() {
     if !fuse_available() {
         return;
     }
-    let Some((dir, want)) = staged() else { return };
-    let Some(moto) = Moto::start() else { return };
-    moto.mkbucket("shards");
-    moto.upload("shards", "t", dir.path());
-    let mut m = Remote::s3(&moto, "shards", "t").mount(&["xattr"]);
-    random_reads(&m, &want, &|| mount_gets(&m));
-    m.unmount();
+    if let Some((dir, want)) = written_by_python(WRITE, "wide.npy") {
+        on_s3(dir.path(), "shards", |m, count| {
+            random_reads(m, &want, count)
+        });
+    }
 }

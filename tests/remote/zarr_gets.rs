@@ -9,9 +9,8 @@
 //! the object is asked for by its key (counted by the daemon).
 
 use crate::common::*;
-use crate::counts::{mount_gets, settled};
+use crate::counts::settled;
 use crate::harness::*;
-use crate::servers::*;
 use std::os::unix::fs::FileExt;
 
 const WRITE: &str = r#"
@@ -27,23 +26,6 @@ for name, c in [("zstd", ZstdCodec(level=1)),
     a[:] = v
 np.save(out + "/values.npy", zarr.open(out + "/zstd.zarr", mode="r")[...])
 "#;
-
-/// The arrays written into a directory of their own, and what zarr-python
-/// reads of them (`numpy.save`d); `None` (skipped) without python outside CI.
-fn staged() -> Option<(tempfile::TempDir, Vec<u8>)> {
-    let py = python()?;
-    let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new(py)
-        .args(["-c", WRITE])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let want = std::fs::read(dir.path().join("values.npy")).unwrap();
-    std::fs::remove_file(dir.path().join("values.npy")).unwrap();
-    write_manifest(dir.path());
-    Some((dir, want))
-}
 
 /// Through mount `m`: for each array, one cold 4 KiB read inside each
 /// chunk, away from its ends, each costing at most `most` GETs by `count`.
@@ -79,13 +61,9 @@ fn http_cold_reads_of_zarr_chunks_fetch_what_they_need_first() {
     if !fuse_available() {
         return;
     }
-    let Some((dir, want)) = staged() else { return };
-    let Some(srv) = Faulty::start(dir.path()) else {
-        return;
-    };
-    let mut m = Remote::http(&srv).mount(&[MANIFEST]);
-    cold_reads(&m, &want, &|| srv.gets());
-    m.unmount();
+    if let Some((dir, want)) = written_by_python(WRITE, "values.npy") {
+        on_http(dir.path(), |m, count| cold_reads(m, &want, count));
+    }
 }
 
 #[test]
@@ -93,11 +71,7 @@ fn s3_cold_reads_of_zarr_chunks_fetch_what_they_need_first() {
     if !fuse_available() {
         return;
     }
-    let Some((dir, want)) = staged() else { return };
-    let Some(moto) = Moto::start() else { return };
-    moto.mkbucket("zgets");
-    moto.upload("zgets", "t", dir.path());
-    let mut m = Remote::s3(&moto, "zgets", "t").mount(&["xattr"]);
-    cold_reads(&m, &want, &|| mount_gets(&m));
-    m.unmount();
+    if let Some((dir, want)) = written_by_python(WRITE, "values.npy") {
+        on_s3(dir.path(), "zgets", |m, count| cold_reads(m, &want, count));
+    }
 }
