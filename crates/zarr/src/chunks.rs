@@ -188,9 +188,7 @@ impl Chunks {
         }
         if self.by_block {
             // Opening a chunk twice costs its header, not a decode.
-            let c = load(id)?;
-            self.keep(id, &c);
-            return Ok(c);
+            return self.load_kept(id, load);
         }
         let (key, ahead) = (self.key(id), &self.env.ahead);
         loop {
