@@ -253,6 +253,12 @@ impl Fs {
         &self.env
     }
 
+    /// The mount is there: take in the mount table it changed, so that the
+    /// first lookup does not read it again.
+    pub fn mounted(&self) {
+        self.tree.hides(self.tree.root());
+    }
+
     pub fn source_root(&self) -> &Path {
         self.inodes.root()
     }

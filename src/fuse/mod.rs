@@ -161,11 +161,16 @@ impl Filesystem for BloscFuse {
         // `ls -l` gets every entry's attributes with the listing; a plain
         // `ls` or `find` gets names only (the kernel chooses).
         let _ = config.add_capabilities(fuser::InitFlags::FUSE_DO_READDIRPLUS);
-        // Before the mount answers: the first reads need not map them. As
-        // many as the CPUs run at once (a remote mount's 32 threads mostly
-        // wait on the network; the others map theirs on first use).
+        // Before the mount answers, what the first requests would otherwise
+        // pay for: reply buffers and decoding state (zstd contexts, scratch
+        // buffers; the CPU's features asked) for as many workers as the
+        // CPUs run at once (a remote mount's 32 threads mostly wait on the
+        // network; the others make theirs on first use), and the mount
+        // table our own mount just changed.
         let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
         readbuf::prepare(self.threads.min(cpus));
+        blosc_decode::codec::prepare(self.threads.min(cpus));
+        self.fs.mounted();
         Ok(())
     }
 

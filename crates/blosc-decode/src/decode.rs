@@ -29,7 +29,54 @@ thread_local! {
     /// go back and forth between it and the output). A large one is its own
     /// mapping whose pages are only mapped as they are written (a lying
     /// block size costs address space, not memory).
-    static SCRATCH: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
+    static SCRATCH: RefCell<BlockBuf> = RefCell::new(spare_or_empty());
+}
+
+/// The size of the buffers [`prepare_thread`] maps: python-blosc2's and
+/// C-Blosc2's usual blocks fit.
+const PREPARED: usize = 256 << 10;
+
+/// Buffers made by [`prepare_spares`] for threads that did not prepare their
+/// own, each taken by a thread's first block.
+static SPARES: std::sync::Mutex<Vec<BlockBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A buffer of [`PREPARED`] bytes with its pages mapped.
+fn prepared() -> BlockBuf {
+    let mut b = BlockBuf::new(PREPARED);
+    b.populate();
+    b
+}
+
+/// A spare prepared buffer, or an empty one.
+fn spare_or_empty() -> BlockBuf {
+    SPARES
+        .lock()
+        .ok()
+        .and_then(|mut s| s.pop())
+        .unwrap_or_else(|| BlockBuf::new(0))
+}
+
+/// Map this thread's scratch buffers now (the filter pipeline's and the
+/// one a block decoded range first waits in), so that its first blocks pay
+/// no page fault per 4 KiB of them.
+pub(crate) fn prepare_thread() {
+    for cell in [&SCRATCH, &SHUFFLED] {
+        cell.with(|c| {
+            let mut b = c.borrow_mut();
+            if b.capacity() < PREPARED {
+                *b = prepared();
+            }
+        });
+    }
+}
+
+/// Map the scratch buffers of `threads` threads that will decode without
+/// having called [`prepare_thread`].
+pub(crate) fn prepare_spares(threads: usize) {
+    let made: Vec<BlockBuf> = (0..2 * threads).map(|_| prepared()).collect();
+    if let Ok(mut s) = SPARES.lock() {
+        s.extend(made);
+    }
 }
 
 /// Scratch buffers larger than this are given back after each block.
@@ -186,7 +233,7 @@ impl RangeFirst {
 thread_local! {
     /// The buffer of the thread's last [`ShuffledBlock`], kept for its next
     /// one (up to [`KEEP_SCRATCH`]).
-    static SHUFFLED: RefCell<BlockBuf> = RefCell::new(BlockBuf::new(0));
+    static SHUFFLED: RefCell<BlockBuf> = RefCell::new(spare_or_empty());
 }
 
 /// A block decoded but for its byte shuffle (see [`RangeFirst`]).
@@ -446,6 +493,37 @@ pub fn decompress_chunk(chunk: &[u8]) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::fill_pattern;
+
+    /// Are all of `b`'s pages in memory (`mincore`)?
+    fn resident(b: &[u8]) -> bool {
+        let page = crate::io::page_size() as usize;
+        let start = b.as_ptr() as usize / page * page;
+        let n = (b.as_ptr() as usize + b.len() - start).div_ceil(page);
+        let mut v = vec![0u8; n];
+        // SAFETY: a range of our own mapping, one byte per page in `v`.
+        let r = unsafe { libc::mincore(start as *mut libc::c_void, n * page, v.as_mut_ptr()) };
+        r == 0 && v.iter().all(|&x| x & 1 == 1)
+    }
+
+    /// A thread that decodes without having prepared itself takes scratch
+    /// buffers `prepare_spares` mapped: its first blocks fault in no page
+    /// of them. (Other tests' threads may take some of the spares: more
+    /// are made than this test needs.)
+    #[test]
+    fn a_thread_takes_prepared_scratch_buffers() {
+        super::prepare_spares(16);
+        std::thread::spawn(|| {
+            for cell in [&super::SCRATCH, &super::SHUFFLED] {
+                cell.with(|c| {
+                    let b = c.borrow();
+                    assert!(b.capacity() >= super::PREPARED, "{}", b.capacity());
+                    assert!(resident(&b[..]));
+                });
+            }
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn fill_pattern_is_the_pattern_repeated_from_offset() {

@@ -85,15 +85,47 @@ fn zlib_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
     })
 }
 
-/// Make this thread's codec state now (the zstd context it decodes with),
-/// rather than on its first block.
+/// zstd contexts made by [`prepare`], each taken by the first thread that
+/// decodes zstd without one.
+static SPARE_ZSTD: std::sync::Mutex<Vec<zstd::bulk::Decompressor<'static>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Make this thread's decoding state now (the zstd context it decodes with,
+/// its scratch buffers with their pages mapped), rather than on its first
+/// block.
 pub fn prepare_thread() {
+    crate::decode::prepare_thread();
     ZSTD.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             *slot = zstd::bulk::Decompressor::new().ok();
         }
     });
+}
+
+/// Do now what the first blocks decoded would: detect the CPU's vector
+/// instructions, and make `threads` zstd contexts and scratch buffers for
+/// threads that will decode without having called [`prepare_thread`] (each
+/// takes its own on its first block). The first two ask the CPU what it
+/// supports, which a virtual machine answers slowly, and the buffers' pages
+/// are mapped: a fresh mount's first read need not pay for either.
+pub fn prepare(threads: usize) {
+    crate::filter::prepare();
+    crate::decode::prepare_spares(threads);
+    let made: Vec<_> = (0..threads)
+        .filter_map(|_| zstd::bulk::Decompressor::new().ok())
+        .collect();
+    if let Ok(mut s) = SPARE_ZSTD.lock() {
+        s.extend(made);
+    }
+}
+
+/// A context for a thread that has none: one [`prepare`] made, or a new one.
+fn new_zstd() -> std::io::Result<zstd::bulk::Decompressor<'static>> {
+    match SPARE_ZSTD.lock().ok().and_then(|mut s| s.pop()) {
+        Some(d) => Ok(d),
+        None => zstd::bulk::Decompressor::new(),
+    }
 }
 
 fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<usize> {
@@ -106,7 +138,7 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8], dict: Option<&[u8]>) -> Result<us
         let mut slot = cell.borrow_mut();
         let dec = match &mut *slot {
             Some(dec) => dec,
-            empty => empty.insert(zstd::bulk::Decompressor::new().map_err(map)?),
+            empty => empty.insert(new_zstd().map_err(map)?),
         };
         dec.decompress_to_buffer(src, dst).map_err(map)
     })

@@ -18,7 +18,7 @@ use crate::format::chunk::ChunkLayout;
 use crate::index::{ChunkEntry, ChunkLoc, Index, Info};
 use crate::sizes::Sizes;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 mod blocks;
@@ -70,6 +70,8 @@ pub struct Container {
     /// The check of the chunk sizes the index assumes, if it assumes them.
     sizes: Option<Sizes>,
     layouts: Vec<OnceLock<Arc<ChunkLayout>>>,
+    /// How many of `layouts` are set.
+    parsed: AtomicUsize,
     env: Env,
     view: View,
     /// Where the last read of any reader ended (presented offset): a read
@@ -112,6 +114,7 @@ impl Container {
             sizes: index.sizes_assumed.then(Sizes::new),
             index,
             layouts: (0..n).map(|_| OnceLock::new()).collect(),
+            parsed: AtomicUsize::new(0),
             env,
             view: View::Raw,
             last_end: AtomicU64::new(0),
@@ -239,6 +242,7 @@ impl Container {
         later: &mut Deferred,
     ) -> Result<usize> {
         let (_, jump) = self.note_read(offset, buf.len());
+        self.hint_cold_chunks(offset, buf.len(), jump);
         let read = self.read_view_at(offset, buf, later);
         self.hint_headers(jump);
         read

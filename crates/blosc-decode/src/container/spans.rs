@@ -101,6 +101,7 @@ impl Container {
             stream.ahead_to.store(0, Ordering::Relaxed);
             0
         };
+        self.hint_cold_chunks(offset, buf.len(), offset.abs_diff(prev));
         let served = self.serve_spans(offset, buf, later);
         self.hint_headers(jump);
         let served = served?;

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::chunk::{BlockExtent, ChunkHeader, ChunkLayout, EXTENDED_HEADER_LEN};
 use crate::index::{ChunkChecksum, ChunkEntry, ChunkLoc, Info};
 use crate::io::Source;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Bytes of a chunk's first read (see `read_prefix`).
@@ -141,7 +142,9 @@ impl Container {
         })?;
         layout.block_shape = self.block_shape.clone();
         let layout = Arc::new(layout);
-        let _ = self.layouts[ci].set(layout.clone());
+        if self.layouts[ci].set(layout.clone()).is_ok() {
+            self.parsed.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(layout)
     }
 

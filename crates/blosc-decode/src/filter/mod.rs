@@ -13,3 +13,9 @@ pub mod bytedelta;
 pub mod delta;
 pub mod shuffle;
 mod simd;
+
+/// Detect the vector instruction set the kernels use now, not on the
+/// first block filtered.
+pub(crate) fn prepare() {
+    simd::level();
+}

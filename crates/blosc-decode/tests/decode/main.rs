@@ -13,6 +13,7 @@ mod container;
 mod corrupt;
 mod frame;
 mod frame_sizes;
+mod hints;
 mod npy_reads;
 mod prefix;
 mod reference;
