@@ -113,11 +113,44 @@ fn kill_and_reap(child: &mut Child, sig: i32, m: &RemoteMount) -> std::process::
         }
         assert!(
             t.elapsed() < Duration::from_secs(60),
-            "the reader still waits 60 s after signal {sig}\n{}",
+            "the reader still waits 60 s after signal {sig}\nwhere they wait:\n{}{}\n{}",
+            waits(child.id()),
+            waits(m.pid()),
             m.log()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Where each thread of process `pid` waits: its name, state, signals
+/// pending, blocked and ignored, and kernel stack (what a failure needs to
+/// be explained).
+fn waits(pid: u32) -> String {
+    let task = format!("/proc/{pid}/task");
+    let mut out = String::new();
+    for t in std::fs::read_dir(&task).into_iter().flatten().flatten() {
+        let d = t.path();
+        let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap_or_default();
+        let status = read("status");
+        let keep: Vec<&str> = status
+            .lines()
+            .filter(|l| {
+                [
+                    "Name:", "State:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:",
+                ]
+                .iter()
+                .any(|k| l.starts_with(k))
+            })
+            .collect();
+        out += &format!(
+            "{pid}/{}: {} wchan {}\n{}",
+            t.file_name().to_string_lossy(),
+            keep.join(" "),
+            read("wchan"),
+            read("stack")
+        );
+    }
+    out
 }
 
 fn signalled(st: std::process::ExitStatus, sig: i32) -> bool {

@@ -20,7 +20,7 @@
 //! holds are handed off: a chunk decoded ahead and evicted before it is
 //! copied out would be decoded twice.
 
-use crate::array::Inner;
+use crate::array::{Fetch, Inner};
 use crate::chunks::{whole, Chunk};
 use crate::Result;
 use blosc_decode::ahead::JobKind;
@@ -54,16 +54,17 @@ struct Piece {
 /// array).
 pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
     let end = off + out.len() as u64;
+    let how = a.note_read(off, out.len() as u64);
     let mut b = off;
     while b < end {
         let (touched, mut pieces, next) = list(a, off, b, end);
-        queue(a, &touched);
+        queue(a, &touched, how);
         // Chunk 0 first, then the others from the last back.
         let rank = |k: usize| if k == 0 { 0 } else { touched.len() - k };
         pieces.sort_by_key(|p| rank(p.k));
         for group in pieces.chunk_by(|x, y| x.k == y.k) {
             let t = &touched[group[0].k];
-            let chunk = a.chunk(&t.pos)?;
+            let chunk = a.chunk(&t.pos, how)?;
             for p in group {
                 a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len])?;
             }
@@ -107,7 +108,7 @@ fn list(a: &Inner, off: u64, mut b: u64, end: u64) -> (Vec<Touched>, Vec<Piece>,
 
 /// Hand the `touched` chunks past the first to the runner (see the
 /// module's text).
-fn queue(a: &Arc<Inner>, touched: &[Touched]) {
+fn queue(a: &Arc<Inner>, touched: &[Touched], how: Fetch) {
     let env = a.chunks.env();
     if !env.ahead.enabled() || touched.len() < 2 {
         return;
@@ -116,10 +117,10 @@ fn queue(a: &Arc<Inner>, touched: &[Touched]) {
     let room = usize::try_from(room).unwrap_or(usize::MAX);
     for t in touched.iter().skip(1).take(room.saturating_sub(1)) {
         if a.chunks.by_block() {
-            queue_blocks(a, t);
+            queue_blocks(a, t, how);
         } else if !a.chunks.pending(t.id) {
             let (job, id, pos) = (a.clone(), t.id, t.pos.clone());
-            let work = move || whole(&job.chunks.load_kept(id, |id| job.fetch(&pos, id)));
+            let work = move || whole(&job.chunks.load_kept(id, |id| job.fetch(&pos, id, how)));
             if !env.ahead.submit(a.chunks.key(id), Box::new(work)) {
                 return;
             }
@@ -129,7 +130,7 @@ fn queue(a: &Arc<Inner>, touched: &[Touched]) {
 
 /// Decode, on the runner, the blocks of a chunk read by Blosc block that
 /// `t` wants, unless they are all cached.
-fn queue_blocks(a: &Arc<Inner>, t: &Touched) {
+fn queue_blocks(a: &Arc<Inner>, t: &Touched, how: Fetch) {
     let env = a.chunks.env();
     if let Some(c) = a.chunks.opened(t.id) {
         let Some(l) = c.first_layout() else { return };
@@ -143,7 +144,7 @@ fn queue_blocks(a: &Arc<Inner>, t: &Touched) {
         JobKind::Decode,
         Box::new(move || {
             // Errors are left to the reader, which reports them.
-            let Ok(Chunk::Blocks(c)) = job.chunk(&pos) else {
+            let Ok(Chunk::Blocks(c)) = job.chunk(&pos, how) else {
                 return;
             };
             let Some(l) = c.first_layout() else { return };

@@ -12,6 +12,7 @@ use crate::shard::Shards;
 use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
 use blosc_decode::container::Env;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The cache budget of an array opened without an [`Env`] of its own
@@ -32,6 +33,20 @@ pub(crate) struct Inner {
     pub(crate) chunks: Chunks,
     /// A sharded array's shards (the grid walked is the inner chunks').
     shards: Option<Shards>,
+    /// Where the last read of the values ended, and how many reads in a
+    /// row each began where one before it ended (`Inner::note_read`).
+    last_end: AtomicU64,
+    streak: AtomicU32,
+}
+
+/// How a chunk is fetched when a read first needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fetch {
+    /// What the read needs first (a Blosc chunk read by block: its header
+    /// and block offsets; then its blocks as reads want them).
+    Needed,
+    /// All of it at once: a sequential reader will read all of it.
+    Whole,
 }
 
 impl ZarrArray {
@@ -74,6 +89,8 @@ impl ZarrArray {
             shards: meta.shard.clone().map(|s| Shards::new(s, meta.keys)),
             meta,
             store,
+            last_end: AtomicU64::new(0),
+            streak: AtomicU32::new(0),
         };
         ZarrArray { a: Arc::new(a) }
     }
@@ -203,20 +220,55 @@ impl Inner {
         linear(pos, &self.grid)
     }
 
+    /// A read of `len` bytes of the values at `off` begins: how its chunks
+    /// not opened yet are to be fetched. A reader whose reads have followed
+    /// each other twice in a row reads on, so a chunk it comes to is
+    /// fetched whole; one that jumps (a row read through `mmap`, a random
+    /// read) fetches what it needs. A read follows when it starts at most
+    /// one read's length past the furthest end so far, or at most four
+    /// behind it (the kernel's read-ahead requests, served by several
+    /// threads, arrive a little out of order). Every reader of the array
+    /// counts (handles open at once share it).
+    pub(crate) fn note_read(&self, off: u64, len: u64) -> Fetch {
+        // (Readers racing here can only make a chunk fetched one way or
+        // the other.)
+        let (end, prev) = (
+            off.saturating_add(len),
+            self.last_end.load(Ordering::Relaxed),
+        );
+        let follows = off <= prev.saturating_add(len) && off.saturating_add(4 * len) >= prev;
+        let last = if follows { prev.max(end) } else { end };
+        self.last_end.store(last, Ordering::Relaxed);
+        let streak = match follows {
+            true => self
+                .streak
+                .fetch_add(1, Ordering::Relaxed)
+                .saturating_add(1),
+            false => {
+                self.streak.store(0, Ordering::Relaxed);
+                0
+            }
+        };
+        match streak >= 2 {
+            true => Fetch::Whole,
+            false => Fetch::Needed,
+        }
+    }
+
     /// The chunk at grid position `pos` (remembered, cached, or loaded
-    /// once however many readers want it at once). Its key is made only
-    /// when the chunk is looked for in the store.
-    pub(crate) fn chunk(&self, pos: &[u64]) -> Result<Chunk> {
-        self.chunks.get(self.id(pos), |id| self.fetch(pos, id))
+    /// once however many readers want it at once, fetched as `how` says).
+    /// Its key is made only when the chunk is looked for in the store.
+    pub(crate) fn chunk(&self, pos: &[u64], how: Fetch) -> Result<Chunk> {
+        self.chunks.get(self.id(pos), |id| self.fetch(pos, id, how))
     }
 
     /// Fetch and open (or decode) chunk `id` at grid position `pos`,
     /// whether or not it is known already.
-    pub(crate) fn fetch(&self, pos: &[u64], id: u64) -> Result<Chunk> {
+    pub(crate) fn fetch(&self, pos: &[u64], id: u64, how: Fetch) -> Result<Chunk> {
         let key = self.key(pos);
         let src = match &self.shards {
             Some(s) => s.inner(self.store.as_ref(), pos),
-            None => self.store.open(&key, self.chunks.first(&self.meta)),
+            None => self.store.open(&key, self.chunks.first(&self.meta, how)),
         };
         match src {
             Ok(Some(src)) => self
@@ -258,5 +310,36 @@ mod tests {
         let mut b = [0u8; 4];
         assert_eq!(a.read_values_at(98, &mut b).unwrap(), 2);
         assert_eq!(b[..2], [3, 3]);
+    }
+
+    /// Chunks are fetched whole from the second read in a row that follows
+    /// the ones before (a little out of order included); a jump starts
+    /// over, and so does reading the array again from its start.
+    #[test]
+    fn a_reader_that_reads_on_fetches_chunks_whole() {
+        let doc = br#"{"zarr_format": 2, "shape": [1073741824], "chunks": [1048576],
+          "dtype": "|u1", "order": "C", "fill_value": 0, "filters": null,
+          "compressor": null}"#;
+        let a = ZarrArray::new(ArrayMeta::parse(doc, true).unwrap(), Arc::new(Empty));
+        let (m, w) = (1u64 << 20, Fetch::Whole);
+        let reads = [
+            (0, 16 << 10, Fetch::Needed),
+            (16 << 10, m, w),
+            // Two requests served in the other order.
+            (16 + (2 << 20), m, w),
+            (16 + m, m, w),
+            (16 + 3 * m, m, w),
+            // A jump, then the kernel's read-ahead after it.
+            (500 * m, m, Fetch::Needed),
+            (501 * m, m, Fetch::Needed),
+            (502 * m, m, w),
+            // Read again from the start.
+            (0, m, Fetch::Needed),
+            (m, m, Fetch::Needed),
+            (2 * m, m, w),
+        ];
+        for (i, (off, len, how)) in reads.into_iter().enumerate() {
+            assert_eq!(a.a.note_read(off, len), how, "read {i} at {off}");
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! are remembered; the array's cache entries are forgotten when it is
 //! dropped.
 
+use crate::array::Fetch;
 use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
 use crate::store::read_bounded;
@@ -141,10 +142,11 @@ impl Chunks {
     }
 
     /// What a read of a chunk file reads first: a Blosc chunk read by
-    /// block its header and block offsets, any other chunk all of it
-    /// (decoded whole; its encoded size is about its stored size).
-    pub(crate) fn first(&self, meta: &ArrayMeta) -> First {
-        match self.by_block {
+    /// block its header and block offsets (all of it for a reader that
+    /// reads on: `how`), any other chunk all of it (decoded whole; its
+    /// encoded size is about its stored size).
+    pub(crate) fn first(&self, meta: &ArrayMeta, how: Fetch) -> First {
+        match self.by_block && how == Fetch::Needed {
             true => First::Head(BLOSC_HEAD),
             false => {
                 let stored = meta.stored_bytes();

@@ -88,20 +88,17 @@ impl Container {
         );
     }
 
-    /// Before a read of `len` presented bytes at `offset`: for each chunk
-    /// it touches that was never parsed, have the source start reading its
-    /// start (header and block starts) and, at once, where its blocks the
-    /// read needs probably lie (the read's place in the chunk's content,
-    /// scaled to its stored size, with a margin either side). The read then
-    /// waits for the disk once, not for a chunk's start and then its blocks,
-    /// chunk after chunk. (A random row of a 2-D array read through `mmap`
-    /// is a 1 MiB request over the end of one chunk and the start of the
-    /// next.) At most `MAX` chunks, found in at most `WALK` runs of the
-    /// request; not for a read that continues the one before (`jump` from
-    /// its end: a sequential reader has the kernel read ahead in the
-    /// source). Chunks are found in the index as it is, before any size it
-    /// assumes is checked (`crate::sizes`): a wrong guess costs a disk read
-    /// of bytes not used, never a wrong byte.
+    /// Before a read of `len` presented bytes at `offset` that crosses
+    /// chunks never parsed: have the source start reading all their starts
+    /// (header and block starts) at once, so that the read waits for them
+    /// once, not for each chunk in turn. (A random row of a 2-D array read
+    /// through `mmap` is a 1 MiB request over the end of one chunk and the
+    /// start of the next.) A read within one chunk reads its start first
+    /// anyway; a read that continues the one before (`jump` from its end)
+    /// has the kernel read ahead in the source. At most `MAX` chunks, found
+    /// in at most `WALK` runs of the request, in the index as it is, before
+    /// any size it assumes is checked (`crate::sizes`): a wrong guess costs
+    /// a read of bytes not used, never a wrong byte.
     pub(super) fn hint_cold_chunks(&self, offset: u64, len: usize, jump: u64) {
         const MAX: usize = 16;
         const WALK: usize = 1024;
@@ -112,72 +109,35 @@ impl Container {
         let Some(last_ci) = t.len().checked_sub(1) else {
             return;
         };
-        // Per chunk touched: the lowest and highest raw offsets read.
-        let mut touched: Vec<(usize, u64, u64)> = Vec::new();
+        let mut touched: Vec<usize> = Vec::new();
         let mut runs = 0;
         self.raw_runs(offset, len as u64, |raw, n| {
             let end = raw.saturating_add(n);
-            let (first, last) = (chunk_at(t, raw), chunk_at(t, end.max(1) - 1).min(last_ci));
-            for (ci, e) in t.iter().enumerate().take(last + 1).skip(first) {
-                let (lo, hi) = (raw.max(e.uoff), end.min(e.uoff + e.ulen));
-                match touched.iter_mut().find(|c| c.0 == ci) {
-                    Some(c) => (c.1, c.2) = (c.1.min(lo), c.2.max(hi)),
-                    None => touched.push((ci, lo, hi)),
+            for ci in chunk_at(t, raw)..=chunk_at(t, end.max(1) - 1).min(last_ci) {
+                if !touched.contains(&ci) {
+                    touched.push(ci);
                 }
             }
             runs += 1;
             touched.len() < MAX && runs < WALK
         });
-        for (ci, lo, hi) in touched {
-            if self.layouts.get(ci).is_none_or(|l| l.get().is_some()) {
-                continue;
-            }
-            let e = &t[ci];
-            let ChunkLoc::Stored {
-                src,
-                offset,
-                cbytes,
-            } = e.loc
-            else {
-                continue;
-            };
-            // The index may only bound a chunk's size: the next chunk of
-            // the same source bounds it too.
-            let cbytes = match t.get(ci + 1).map(|n| &n.loc) {
-                Some(&ChunkLoc::Stored {
-                    src: s, offset: o, ..
-                }) if s == src && o > offset => cbytes.min(o - offset),
-                _ => cbytes,
-            };
-            let source = &self.index.sources[src as usize];
-            let head = cbytes.min(HEAD);
-            match likely_blocks(cbytes, e.ulen, lo - e.uoff, hi - e.uoff) {
-                // One hint when the blocks are near the start.
-                Some((at, n)) if at <= head => source.will_need(offset, head.max(at + n)),
-                Some((at, n)) => {
-                    source.will_need(offset, head);
-                    source.will_need(offset + at, n);
-                }
-                None => source.will_need(offset, head),
-            }
+        let cold: Vec<(u32, u64, u64)> = touched
+            .into_iter()
+            .filter(|&ci| self.layouts.get(ci).is_some_and(|l| l.get().is_none()))
+            .filter_map(|ci| match t[ci].loc {
+                ChunkLoc::Stored {
+                    src,
+                    offset,
+                    cbytes,
+                } => Some((src, offset, cbytes.min(HEAD))),
+                ChunkLoc::Special { .. } => None,
+            })
+            .collect();
+        if cold.len() < 2 {
+            return;
+        }
+        for (src, offset, len) in cold {
+            self.index.sources[src as usize].will_need(offset, len);
         }
     }
-}
-
-/// Where in a chunk of `cbytes` stored bytes (`ulen` decoded) the blocks of
-/// decoded bytes `lo..hi` probably are: their place scaled, with a margin of
-/// half their scaled length and 16 KiB either side; at most 4 MiB. `None`
-/// past 4 MiB.
-fn likely_blocks(cbytes: u64, ulen: u64, lo: u64, hi: u64) -> Option<(u64, u64)> {
-    if ulen == 0 || hi <= lo {
-        return None;
-    }
-    let scale = |x: u64| (u128::from(x) * u128::from(cbytes) / u128::from(ulen)) as u64;
-    let (a, b) = (scale(lo), scale(hi));
-    let margin = (b - a) / 2 + (16 << 10);
-    let (a, b) = (
-        a.saturating_sub(margin),
-        b.saturating_add(margin).min(cbytes),
-    );
-    (b - a <= 4 << 20).then_some((a, b - a))
 }
