@@ -102,7 +102,7 @@ fn probing_a_frame_hints_its_offsets_index() {
 /// it reads anything. A read that continues it hints nothing, nor does a
 /// read inside one chunk never parsed (it reads its start first anyway).
 #[test]
-fn a_read_across_cold_chunks_hints_their_starts_and_blocks_first() {
+fn a_read_across_cold_chunks_hints_their_starts_first() {
     let path = frame();
     let ext = extents(&path);
     let src = recorded(&path);
