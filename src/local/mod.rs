@@ -61,9 +61,22 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
         }
         let dir = SourceDir::open(path, true).map_err(|e| Error::from(e).in_file(path))?;
         let index = Arc::new(open_in(&dir, "chunks.b2frame")?);
-        return detect::probe_sframe_index(index, path);
+        return hinted(
+            detect::probe_sframe_index(index.clone(), path),
+            index.as_ref(),
+        );
     }
-    detect::probe_source(Arc::new(open_file(path)?), path)
+    let src = Arc::new(open_file(path)?);
+    hinted(detect::probe_source(src.clone(), path), src.as_ref())
+}
+
+/// `probe`, having had the frame's offsets index read ahead for the open
+/// that usually follows ([`detect::hint_offsets`]).
+fn hinted(probe: Result<Option<Probe>>, src: &dyn Source) -> Result<Option<Probe>> {
+    if let Ok(Some(p)) = &probe {
+        detect::hint_offsets(src, p.kind);
+    }
+    probe
 }
 
 /// Open `path` (of any length) as a container sharing `env` (`open_path`

@@ -122,6 +122,21 @@ fn kill_and_reap(child: &mut Child, sig: i32, m: &RemoteMount) -> std::process::
     }
 }
 
+/// `cmd` with SIGINT's default action in the child: a test run in the
+/// background of a shell without job control inherits SIGINT ignored, and
+/// so would the reader the test interrupts (it then waited for ever).
+fn with_default_sigint(mut cmd: Command) -> Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe `signal` between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Where each thread of process `pid` waits: its name, state, signals
 /// pending, blocked and ignored, and kernel stack (what a failure needs to
 /// be explained).
@@ -208,11 +223,9 @@ fn an_interrupted_cat_of_a_held_open_is_released() {
     assert_eq!(std::fs::metadata(&p).unwrap().len(), h.want.len() as u64);
     let before = h.held();
     h.hold();
-    let mut cat = Command::new("cat")
-        .arg(&p)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cat = Command::new("cat");
+    cat.arg(&p).stdout(Stdio::null());
+    let mut cat = with_default_sigint(cat).spawn().unwrap();
     wait_for(|| h.held() > before, "the open to reach the server");
     let st = kill_and_reap(&mut cat, libc::SIGINT, &h.m);
     assert!(signalled(st, libc::SIGINT), "{st:?}");

@@ -176,14 +176,21 @@ pub fn probe_sframe_index(index: Arc<dyn Source>, path: &Path) -> Result<Option<
     probe_kind(index, Kind::SFrame, path).map(Some)
 }
 
-/// A frame found is usually opened next (a lookup, then an open): have the
-/// source start reading its offsets index (after the chunks of a file, after
-/// the header of a sparse frame's `chunks.b2frame`) while the caller goes
-/// on, so that the open need not wait for the disk again. At most 1 MiB.
-fn hint_offsets(src: &dyn Source, h: &crate::format::frame::FrameHeader, kind: Kind) {
+/// A frame just probed (`kind` [`Kind::Frame`], or [`Kind::SFrame`] with
+/// `src` its `chunks.b2frame`) is usually opened next (a lookup, then an
+/// open): have `src` start reading the frame's offsets index (after the
+/// chunks of a file, after the header of a `chunks.b2frame`) while the
+/// caller goes on, so that the open need not wait for the disk again. At
+/// most 1 MiB. For local files: a remote source fetches what it is hinted,
+/// a request its open makes anyway (with the object's tail).
+pub fn hint_offsets(src: &dyn Source, kind: Kind) {
+    let Ok(h) = crate::open::frame::read_header(src) else {
+        return;
+    };
     let at = match kind {
         Kind::SFrame => h.header_len,
-        _ => h.header_len.saturating_add(h.cbytes),
+        Kind::Frame => h.header_len.saturating_add(h.cbytes),
+        _ => return,
     };
     if at < src.len() {
         src.will_need(at, (src.len() - at).min(1 << 20));
@@ -206,7 +213,6 @@ fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
         }
         Kind::Frame | Kind::SFrame => {
             let h = crate::open::frame::read_header(src.as_ref()).in_file(path)?;
-            hint_offsets(src.as_ref(), &h, kind);
             let info = Info {
                 metalayers: h.metalayers.clone(),
                 vlmetalayers: crate::open::frame::vlmetalayers_or_none(src.as_ref(), &h),

@@ -3,7 +3,7 @@
 //! not once per chunk. The file is python-blosc2's
 //! (`blocks-lz4.b2frame`: 4 chunks of 1 MiB, blocks of 64 KiB, LZ4).
 
-use blosc_decode::detect::probe_source;
+use blosc_decode::detect::{hint_offsets, probe_source};
 use blosc_decode::io::{FileSource, Source};
 use blosc_decode::{open_source, Env, Result};
 
@@ -74,7 +74,7 @@ fn hinted(asked: &[Asked], at: u64) -> bool {
         .any(|a| matches!(*a, Asked::Hint(o, n) if o <= at && at < o + n))
 }
 
-/// Probing a frame (a lookup) has its offsets index read ahead: the open
+/// A frame probed (a lookup) has its offsets index read ahead: the open
 /// that follows finds it in the page cache.
 #[test]
 fn probing_a_frame_hints_its_offsets_index() {
@@ -82,6 +82,11 @@ fn probing_a_frame_hints_its_offsets_index() {
     let src = recorded(&path);
     let p = probe_source(src.clone(), &path).unwrap().unwrap();
     assert_eq!(p.len, 3153728);
+    assert!(
+        take(&src).iter().all(|a| matches!(a, Asked::Read(..))),
+        "the probe alone hints nothing"
+    );
+    hint_offsets(src.as_ref(), p.kind);
     let h = blosc_decode::open::frame::read_header(&FileSource::open(&path).unwrap()).unwrap();
     let index_at = h.header_len + h.cbytes;
     let asked = take(&src);
@@ -89,7 +94,7 @@ fn probing_a_frame_hints_its_offsets_index() {
         asked.contains(&Asked::Hint(index_at, src.len() - index_at)),
         "{asked:?}"
     );
-    // Hinted, not read: the probe reads the header only.
+    // Hinted, not read: the header is read again, nothing else.
     assert!(
         asked
             .iter()
