@@ -255,7 +255,6 @@ impl blosc_decode::io::Source for Hinted {
 /// `hints.rs`).
 #[test]
 fn first_random_read_hints_chunk_headers() {
-    use blosc_decode::index::ChunkLoc;
     use blosc_decode::io::MemSource;
     let name = "frame/lz4-none-ts4-c.b2frame";
     let data = std::fs::read(fixture(name)).unwrap();
@@ -277,14 +276,7 @@ fn first_random_read_hints_chunk_headers() {
         let c = blosc_decode::open_source(src.clone(), std::path::Path::new(name), &env)
             .unwrap()
             .unwrap();
-        let starts: Vec<u64> = c
-            .chunks()
-            .iter()
-            .map(|e| match e.loc {
-                ChunkLoc::Stored { offset, .. } => offset,
-                _ => panic!("special chunk"),
-            })
-            .collect();
+        let starts = crate::hints::chunk_starts(&c);
         assert_eq!(starts.len(), 8);
         let ats: Vec<u64> = if sequential {
             // A scan whose requests arrive a little out of order (as the

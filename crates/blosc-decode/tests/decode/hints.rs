@@ -48,20 +48,24 @@ fn take(src: &Recorded) -> Vec<Asked> {
     std::mem::take(&mut *src.1.lock().unwrap())
 }
 
+/// Where each chunk of `c` (all stored) starts in its source.
+pub(crate) fn chunk_starts(c: &blosc_decode::Container) -> Vec<u64> {
+    c.chunks()
+        .iter()
+        .map(|e| match e.loc {
+            blosc_decode::index::ChunkLoc::Stored { offset, .. } => offset,
+            _ => panic!("a special chunk"),
+        })
+        .collect()
+}
+
 /// The stored extent of each chunk: where it starts and where the next one
 /// (or the offsets index) does.
 fn extents(path: &Path) -> Vec<(u64, u64)> {
     let c = open_source(recorded(path), path, &Env::default())
         .unwrap()
         .unwrap();
-    let starts: Vec<u64> = c
-        .chunks()
-        .iter()
-        .map(|e| match e.loc {
-            blosc_decode::index::ChunkLoc::Stored { offset, .. } => offset,
-            _ => panic!("a special chunk"),
-        })
-        .collect();
+    let starts = chunk_starts(&c);
     let h = blosc_decode::open::frame::read_header(&FileSource::open(path).unwrap()).unwrap();
     let mut ends: Vec<u64> = starts[1..].to_vec();
     ends.push(h.header_len + h.cbytes);
