@@ -60,11 +60,12 @@ pub fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
             // `Vec<u8>` leaves them as they are.
             unsafe { b.set_len(*written) };
         }
-        let at = b.as_ptr();
+        let (at, before) = (b.as_ptr(), std::mem::take(written));
+        // (Should `f` panic, nothing is known written any more.)
         let r = f(b);
         // Moved (grown, or replaced): only its length is known written.
         *written = if b.as_ptr() == at {
-            (*written).max(b.len())
+            before.max(b.len())
         } else {
             b.len()
         };
