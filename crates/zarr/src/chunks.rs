@@ -16,7 +16,6 @@ use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
 use crate::store::read_bounded;
 use crate::{Error, Result};
-use blosc_decode::ahead::Claim;
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
 use blosc_decode::io::{First, Source};
@@ -183,7 +182,7 @@ impl Chunks {
     /// Chunk `id`: known, or found by `load` (and kept). A chunk decoded
     /// whole is loaded once however many readers (and decoding jobs) want
     /// it at once: the first registers it in the runner's table (as blocks
-    /// are: `Ahead::start`), the others wait for it there.
+    /// are: `Ahead::load_once`), the others wait for it there.
     pub(crate) fn get(&self, id: u64, load: impl FnOnce(u64) -> Result<Chunk>) -> Result<Chunk> {
         if let Some(c) = self.known(id) {
             return Ok(c);
@@ -192,29 +191,13 @@ impl Chunks {
             // Opening a chunk twice costs its header, not a decode.
             return self.load_kept(id, load);
         }
-        let (key, ahead) = (self.key(id), &self.env.ahead);
-        loop {
-            if let Some(slot) = ahead.lookup(&key) {
-                match ahead.claim(&slot) {
-                    Claim::Mine => {
-                        let r = self.load_kept(id, load);
-                        ahead.finish(key, &slot, whole(&r));
-                        return r;
-                    }
-                    Claim::Done(Some(b)) => return Ok(Chunk::Whole(b)),
-                    Claim::Done(None) => {}
-                }
-            }
-            if let Some(c) = self.remembered(id) {
-                return Ok(c);
-            }
-            let Some(started) = ahead.start(key) else {
-                continue;
-            };
-            let r = self.load_kept(id, load);
-            started.finish(whole(&r));
-            return r;
-        }
+        self.env.ahead.load_once(
+            self.key(id),
+            || self.remembered(id),
+            || self.load_kept(id, load),
+            whole,
+            Chunk::Whole,
+        )
     }
 
     /// `load` chunk `id` and keep it.

@@ -225,6 +225,48 @@ impl Ahead {
         })
     }
 
+    /// The value of `key`, loaded once however many readers want it at
+    /// once: a block still queued on the runner is claimed and loaded
+    /// here, one being loaded is waited for, else `cached` gives what is
+    /// kept of it, else it is loaded here, registered first (`start`) so
+    /// that other readers wait for it. `kept` is the block of a loaded
+    /// value the waiting readers get (`None`: none, they load it
+    /// themselves); `found` turns the block they get into the value.
+    pub fn load_once<T>(
+        &self,
+        key: BlockKey,
+        cached: impl Fn() -> Option<T>,
+        load: impl FnOnce() -> crate::Result<T>,
+        kept: impl Fn(&crate::Result<T>) -> Option<Block>,
+        found: impl Fn(Block) -> T,
+    ) -> crate::Result<T> {
+        loop {
+            // The table first, then the cache: a job puts its value in the
+            // cache before it leaves the table, so none finished is missed.
+            if let Some(slot) = self.lookup(&key) {
+                match self.claim(&slot) {
+                    Claim::Mine => {
+                        let r = load();
+                        self.finish(key, &slot, kept(&r));
+                        return r;
+                    }
+                    Claim::Done(Some(b)) => return Ok(found(b)),
+                    Claim::Done(None) => {}
+                }
+            }
+            if let Some(v) = cached() {
+                return Ok(v);
+            }
+            // Someone else started it since: wait for theirs.
+            let Some(started) = self.start(key) else {
+                continue;
+            };
+            let r = load();
+            started.finish(kept(&r));
+            return r;
+        }
+    }
+
     /// Is the block of `slot` being decoded now (a `claim` would wait)?
     pub fn running(&self, slot: &Slot) -> bool {
         matches!(*slot.state.lock(), State::Running)

@@ -69,39 +69,23 @@ impl ChunkCtx {
 
     /// Block `i`, from the cache, from the runner, or decoded into the cache.
     /// While it is decoded here, other readers of it wait for it (see
-    /// `Ahead::start`) rather than decode it a second time.
+    /// `Ahead::load_once`) rather than decode it a second time.
     pub(super) fn cached_block(&self, i: u32) -> Result<Block> {
         let key = self.key(i);
-        loop {
-            // The runner's table first, then the cache (see `take_ready`).
-            if let Some(slot) = self.env.ahead.lookup(&key) {
-                match self.env.ahead.claim(&slot) {
-                    Claim::Mine => {
-                        Stats::add(&self.env.stats.cache_misses, 1);
-                        let r = self.decode_new(i);
-                        self.env.ahead.finish(key, &slot, r.as_ref().ok().cloned());
-                        return r;
-                    }
-                    Claim::Done(Some(b)) => {
-                        Stats::add(&self.env.stats.cache_hits, 1);
-                        return Ok(b);
-                    }
-                    Claim::Done(None) => {}
-                }
-            }
-            if let Some(b) = self.env.cache.get(&key) {
-                Stats::add(&self.env.stats.cache_hits, 1);
-                return Ok(b);
-            }
-            // Someone else started it since: wait for theirs.
-            let Some(started) = self.env.ahead.start(key) else {
-                continue;
-            };
-            Stats::add(&self.env.stats.cache_misses, 1);
-            let r = self.decode_new(i);
-            started.finish(r.as_ref().ok().cloned());
-            return r;
-        }
+        let hit = || Stats::add(&self.env.stats.cache_hits, 1);
+        self.env.ahead.load_once(
+            key,
+            || self.env.cache.get(&key).inspect(|_| hit()),
+            || {
+                Stats::add(&self.env.stats.cache_misses, 1);
+                self.decode_new(i)
+            },
+            |r| r.as_ref().ok().cloned(),
+            |b| {
+                hit();
+                b
+            },
+        )
     }
 
     /// Decode block `i` into a new buffer and the cache.

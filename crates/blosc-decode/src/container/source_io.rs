@@ -57,19 +57,8 @@ impl Container {
         {
             return;
         }
-        let want: Vec<(u32, u64, u64)> = self
-            .index
-            .chunks
-            .iter()
-            .zip(&self.layouts)
-            .filter_map(|(e, l)| match e.loc {
-                ChunkLoc::Stored {
-                    src,
-                    offset,
-                    cbytes,
-                } if l.get().is_none() => Some((src, offset, cbytes.min(HEAD))),
-                _ => None,
-            })
+        let want: Vec<(u32, u64, u64)> = (0..self.layouts.len())
+            .filter_map(|ci| self.cold_start(ci))
             .take(MAX_HINTED)
             .collect();
         if want.len() < 2 {
@@ -123,21 +112,26 @@ impl Container {
         });
         let cold: Vec<(u32, u64, u64)> = touched
             .into_iter()
-            .filter(|&ci| self.layouts.get(ci).is_some_and(|l| l.get().is_none()))
-            .filter_map(|ci| match t[ci].loc {
-                ChunkLoc::Stored {
-                    src,
-                    offset,
-                    cbytes,
-                } => Some((src, offset, cbytes.min(HEAD))),
-                ChunkLoc::Special { .. } => None,
-            })
+            .filter_map(|ci| self.cold_start(ci))
             .collect();
         if cold.len() < 2 {
             return;
         }
         for (src, offset, len) in cold {
             self.index.sources[src as usize].will_need(offset, len);
+        }
+    }
+
+    /// The start (source, offset, length: header and block starts) of
+    /// chunk `ci`, if it is stored and was never parsed.
+    fn cold_start(&self, ci: usize) -> Option<(u32, u64, u64)> {
+        match self.index.chunks.get(ci)?.loc {
+            ChunkLoc::Stored {
+                src,
+                offset,
+                cbytes,
+            } if self.layouts.get(ci)?.get().is_none() => Some((src, offset, cbytes.min(HEAD))),
+            _ => None,
         }
     }
 }
