@@ -19,6 +19,12 @@
 //! (taken from the front) last. At most as many chunks as half the cache
 //! holds are handed off: a chunk decoded ahead and evicted before it is
 //! copied out would be decoded twice.
+//!
+//! A reader that reads on (`Fetch::Whole`) also has the chunks (or Blosc
+//! blocks) of the [`NEXT`] bytes past each read handed to the runner: the
+//! kernel keeps only about 1 MiB of requests ahead of it, so without this
+//! the read that first comes to a row of Blosc blocks (or of chunks)
+//! waits for all of them, and the CPUs idle during the reads that follow.
 
 use crate::array::{Fetch, Inner};
 use crate::chunks::{whole, Chunk};
@@ -58,7 +64,7 @@ pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
     let mut b = off;
     while b < end {
         let (touched, mut pieces, next) = list(a, off, b, end);
-        queue(a, &touched, how);
+        queue(a, &touched, 1, how);
         // Chunk 0 first, then the others from the last back.
         let rank = |k: usize| if k == 0 { 0 } else { touched.len() - k };
         pieces.sort_by_key(|p| rank(p.k));
@@ -71,7 +77,24 @@ pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
         }
         b = next;
     }
+    if how == Fetch::Whole {
+        queue_next(a, end);
+    }
     Ok(())
+}
+
+/// Bytes past a reader that reads on whose chunks (or Blosc blocks) the
+/// runner decodes while the reader is served what is decoded already.
+const NEXT: u64 = 4 << 20;
+
+/// Hand the chunks (or Blosc blocks) of the [`NEXT`] bytes from `end` to
+/// the runner, those not decoded or queued yet.
+fn queue_next(a: &Arc<Inner>, end: u64) {
+    let stop = end.saturating_add(NEXT).min(a.meta.data_bytes());
+    if end < stop {
+        let (touched, _, _) = list(a, end, end, stop);
+        queue(a, &touched, 0, Fetch::Whole);
+    }
 }
 
 /// The runs of bytes `b..end` (of a read from `off`), at most [`BATCH`],
@@ -106,16 +129,16 @@ fn list(a: &Inner, off: u64, mut b: u64, end: u64) -> (Vec<Touched>, Vec<Piece>,
     (touched, pieces, b)
 }
 
-/// Hand the `touched` chunks past the first to the runner (see the
-/// module's text).
-fn queue(a: &Arc<Inner>, touched: &[Touched], how: Fetch) {
+/// Hand the `touched` chunks past the first `skip` to the runner (see
+/// the module's text).
+fn queue(a: &Arc<Inner>, touched: &[Touched], skip: usize, how: Fetch) {
     let env = a.chunks.env();
-    if !env.ahead.enabled() || touched.len() < 2 {
+    if !env.ahead.enabled() || touched.len() <= skip {
         return;
     }
     let room = env.cache.budget() / 2 / a.meta.chunk_bytes().max(1);
     let room = usize::try_from(room).unwrap_or(usize::MAX);
-    for t in touched.iter().skip(1).take(room.saturating_sub(1)) {
+    for t in touched.iter().skip(skip).take(room.saturating_sub(skip)) {
         if a.chunks.by_block() {
             queue_blocks(a, t, how);
         } else if !a.chunks.pending(t.id) {
@@ -135,7 +158,8 @@ fn queue_blocks(a: &Arc<Inner>, t: &Touched, how: Fetch) {
     if let Some(c) = a.chunks.opened(t.id) {
         let Some(l) = c.first_layout() else { return };
         let (first, last) = (l.block_at(t.lo), l.block_at(t.hi - 1));
-        if (first..=last).all(|i| env.cache.contains(&a.chunks.block_key(t.id, i))) {
+        let ready = |k| env.cache.contains(&k) || env.ahead.lookup(&k).is_some();
+        if (first..=last).all(|i| ready(a.chunks.block_key(t.id, i))) {
             return;
         }
     }

@@ -16,6 +16,7 @@ use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
 use crate::store::read_bounded;
 use crate::{Error, Result};
+use blosc_decode::ahead::Claim;
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
 use blosc_decode::io::{First, Source};
@@ -33,6 +34,10 @@ pub const MAX_OPEN: usize = 32;
 
 /// Chunks known to be unwritten remembered per array, at most.
 pub const MAX_MISSING: usize = 1024;
+
+/// The block number of the runner-table key under which a chunk read by
+/// block is registered while it is opened (no chunk has that many blocks).
+const OPENING: u32 = u32::MAX;
 
 /// What is fetched with the open of a Blosc chunk read by block: its
 /// header and the offsets of up to 16,000 blocks.
@@ -188,8 +193,7 @@ impl Chunks {
             return Ok(c);
         }
         if self.by_block {
-            // Opening a chunk twice costs its header, not a decode.
-            return self.load_kept(id, load);
+            return self.open_once(id, load);
         }
         self.env.ahead.load_once(
             self.key(id),
@@ -198,6 +202,33 @@ impl Chunks {
             whole,
             Chunk::Whole,
         )
+    }
+
+    /// Chunk `id`, read by block: opened by one reader (or job) at a time,
+    /// registered in the runner's table under a key of its own while it is
+    /// opened, so that a reader and a job decoding ahead never both fetch
+    /// it (a reader that reads on fetches a chunk whole). The others wait,
+    /// then take the opened chunk; if the opening failed, they try in turn.
+    fn open_once(&self, id: u64, load: impl FnOnce(u64) -> Result<Chunk>) -> Result<Chunk> {
+        let ahead = &self.env.ahead;
+        let key = (self.id, id, OPENING);
+        loop {
+            if let Some(c) = self.known(id) {
+                return Ok(c);
+            }
+            if let Some(slot) = ahead.lookup(&key) {
+                // Waits while it is opened; what it opened is then known.
+                if let Claim::Mine = ahead.claim(&slot) {
+                    ahead.finish(key, &slot, None);
+                }
+                continue;
+            }
+            if let Some(started) = ahead.start(key) {
+                let r = self.load_kept(id, load);
+                started.finish(None);
+                return r;
+            }
+        }
     }
 
     /// `load` chunk `id` and keep it.

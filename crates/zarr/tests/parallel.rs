@@ -152,19 +152,18 @@ impl ChunkStore for Gate {
     }
 }
 
-/// While one reader loads a chunk decoded whole, the chunk is registered
-/// in the runner's table, so that a second reader of it waits for that
-/// one decode instead of fetching and decoding the chunk again.
-#[test]
-fn a_chunk_being_loaded_is_waited_for_not_loaded_again() {
-    let want = expected("zstd.zarr");
+/// Two readers of `key` of the store `rel` at once (the first held inside
+/// the store's open until the second has started): the second reads
+/// what zarr-python reads; returns the opens of `key` and the runner's
+/// table while the first was held.
+fn two_readers_at_once(rel: &str, key: &'static str, env: &Env) -> (usize, usize, Arc<ZarrArray>) {
+    let want = expected(rel);
     let gate = Arc::new(Gate {
-        dir: DirStore::new(&store("zstd.zarr")),
-        key: "c/0/0",
+        dir: DirStore::new(&store(rel)),
+        key,
         state: Mutex::new((0, false)),
         cv: Condvar::new(),
     });
-    let env = Env::new(64 << 20);
     let a = Arc::new(ZarrArray::open_with(gate.clone(), env.clone()).unwrap());
     let h = a.npy_header().len();
     let reader = |a: Arc<ZarrArray>| {
@@ -181,16 +180,66 @@ fn a_chunk_being_loaded_is_waited_for_not_loaded_again() {
         gate.cv.wait(&mut s);
     }
     drop(s);
-    assert_eq!(
-        env.ahead.in_flight(),
-        1,
-        "the chunk being loaded is registered"
-    );
+    let in_flight = env.ahead.in_flight();
     let second = reader(a.clone());
     gate.state.lock().1 = true;
     gate.cv.notify_all();
     first.join().unwrap();
     second.join().unwrap();
-    assert_eq!(gate.state.lock().0, 1, "c/0/0 opened once");
+    let opens = gate.state.lock().0;
+    (opens, in_flight, a)
+}
+
+/// A Blosc chunk read by block is registered in the runner's table while
+/// it is opened, so that a second reader (or a job decoding ahead) waits
+/// for that open instead of fetching the chunk again: a reader that reads
+/// on fetches a chunk whole, and two would fetch it twice.
+#[test]
+fn a_blosc_chunk_being_opened_is_waited_for_not_opened_again() {
+    let env = Env::new(64 << 20);
+    let (opens, in_flight, _) = two_readers_at_once("blocks.zarr", "c/0/0", &env);
+    assert_eq!(in_flight, 1, "the chunk being opened is registered");
+    assert_eq!(opens, 1, "c/0/0 opened once");
+}
+
+/// While one reader loads a chunk decoded whole, the chunk is registered
+/// in the runner's table, so that a second reader of it waits for that
+/// one decode instead of fetching and decoding the chunk again.
+#[test]
+fn a_chunk_being_loaded_is_waited_for_not_loaded_again() {
+    let env = Env::new(64 << 20);
+    let (opens, in_flight, a) = two_readers_at_once("zstd.zarr", "c/0/0", &env);
+    assert_eq!(in_flight, 1, "the chunk being loaded is registered");
+    assert_eq!(opens, 1, "c/0/0 opened once");
     assert_eq!(a.decodes(), 1);
+}
+
+/// A reader that reads on has the chunks of the next 4 MiB past each read
+/// decoded on the runner (`blocks.zarr`, 260 KiB, is all of it: 64 Blosc
+/// blocks written): once the jobs have run, reading the rest of the array
+/// decodes nothing more.
+#[test]
+fn a_reader_that_reads_on_has_what_follows_decoded_on_the_runner() {
+    let want = expected("blocks.zarr");
+    let held = Arc::new(Held::default());
+    let env = Env::with_runner(64 << 20, held.clone());
+    let a = open("blocks.zarr", &env);
+    let decoded = || env.stats.blocks_decoded.load(Ordering::Relaxed);
+    let mut got = vec![0u8; want.len()];
+    let step = 4 << 10;
+    for at in (0..3 * step).step_by(step) {
+        a.read_npy_at(at as u64, &mut got[at..at + step]).unwrap();
+    }
+    let by_reads = decoded();
+    assert!(by_reads < 64, "the reads decoded {by_reads} blocks");
+    assert!(held.run_all() > 0, "nothing handed to the runner");
+    assert_eq!(
+        decoded(),
+        64,
+        "the blocks past the reads, decoded by the jobs"
+    );
+    let rest = 3 * step;
+    a.read_npy_at(rest as u64, &mut got[rest..]).unwrap();
+    assert!(got == want, "other bytes than zarr-python's");
+    assert_eq!(decoded(), 64, "blocks decoded again");
 }
