@@ -141,6 +141,7 @@ impl Fetcher {
         if let Some(r) = want.header() {
             headers.push((http::header::RANGE, r));
         }
+        log::debug!("GET {key} {}", want.header().unwrap_or_default());
         if let Some(t) = if_match {
             headers.push((http::header::IF_MATCH, t.to_string()));
         }
