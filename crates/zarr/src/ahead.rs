@@ -72,7 +72,7 @@ pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
             let t = &touched[group[0].k];
             let chunk = a.chunk(&t.pos, how)?;
             for p in group {
-                a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len])?;
+                a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len], how)?;
             }
         }
         b = next;

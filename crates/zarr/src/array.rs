@@ -196,8 +196,21 @@ impl Inner {
     }
 
     /// Copy bytes `at..` of `chunk` (at grid position `pos`) into `dst`.
-    pub(crate) fn copy(&self, chunk: &Chunk, pos: &[u64], at: u64, dst: &mut [u8]) -> Result<()> {
-        if !chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))? {
+    pub(crate) fn copy(
+        &self,
+        chunk: &Chunk,
+        pos: &[u64],
+        at: u64,
+        dst: &mut [u8],
+        how: Fetch,
+    ) -> Result<()> {
+        let copied = chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))?;
+        // A reader that reads on is done with a Blosc block once it has
+        // its last bytes: its buffer is the next one decoded into.
+        if let (Chunk::Blocks(c), Fetch::Whole) = (chunk, how) {
+            c.done_with(at + dst.len() as u64);
+        }
+        if !copied {
             let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
             for (i, x) in dst.iter_mut().enumerate() {
                 *x = fill[((at + i as u64) % s) as usize];

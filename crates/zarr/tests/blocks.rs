@@ -73,7 +73,10 @@ fn a_sequential_read_decodes_each_block_once() {
         }
         // Two stored chunks of 32 blocks.
         assert_eq!(blocks_decoded(&env), 64, "{w}");
-        assert!(env.cache.bytes() >= 64 * BLOCK, "{w}: blocks in the cache");
+        // Each block it is done with is the buffer of one it decodes next
+        // (no page to fault in): a few are left in the cache, not 64.
+        let kept = env.cache.bytes() / BLOCK;
+        assert!((1..8).contains(&kept), "{w}: {kept} blocks in the cache");
         // The array's blocks leave the cache with it.
         drop(a);
         assert_eq!(env.cache.bytes(), 0, "{w}");

@@ -257,6 +257,29 @@ impl Container {
         (end, offset.abs_diff(prev))
     }
 
+    /// A reader that reads on has copied out the raw content up to `end`
+    /// (exclusive): if `end` ends a cached block, that block goes first
+    /// when the cache wants room or a buffer to decode into
+    /// ([`crate::cache::BlockCache::demote`]).
+    pub fn done_with(&self, end: u64) {
+        let t = &self.index.chunks;
+        let Some(last) = end.checked_sub(1).filter(|_| !t.is_empty()) else {
+            return;
+        };
+        let ci = table::chunk_at(t, last);
+        let (Some(e), Some(l)) = (t.get(ci), self.layouts.get(ci).and_then(|l| l.get())) else {
+            return;
+        };
+        let Some(a) = end.checked_sub(e.uoff) else {
+            return;
+        };
+        let i = l.block_at(a - 1);
+        if l.block_start(i) + u64::from(l.block_len(i)) == a {
+            let key = (self.id, self.key_chunk.wrapping_add(ci as u64), i);
+            self.env.cache.demote(&key);
+        }
+    }
+
     /// Fill `buf` from offset `offset` of the raw uncompressed content.
     pub fn read_raw_at(&self, offset: u64, buf: &mut [u8], later: &mut Deferred) -> Result<usize> {
         let len = self.raw_len();
