@@ -152,18 +152,24 @@ fn queue(a: &Arc<Inner>, touched: &[Touched], skip: usize, how: Fetch) {
 }
 
 /// Decode, on the runner, the blocks of a chunk read by Blosc block that
-/// `t` wants, unless they are all cached.
+/// `t` wants, from the first neither cached nor queued (none if there is
+/// none). A reader that reads on is in the middle of the first block of
+/// the bytes past its read: that block is cached, and once the reader is
+/// done with it its buffer may be decoded into; a job must not decode it
+/// again.
 fn queue_blocks(a: &Arc<Inner>, t: &Touched, how: Fetch) {
     let env = a.chunks.env();
+    let mut lo = t.lo;
     if let Some(c) = a.chunks.opened(t.id) {
         let Some(l) = c.first_layout() else { return };
         let (first, last) = (l.block_at(t.lo), l.block_at(t.hi - 1));
         let ready = |k| env.cache.contains(&k) || env.ahead.lookup(&k).is_some();
-        if (first..=last).all(|i| ready(a.chunks.block_key(t.id, i))) {
+        let Some(i) = (first..=last).find(|&i| !ready(a.chunks.block_key(t.id, i))) else {
             return;
-        }
+        };
+        lo = lo.max(l.block_start(i));
     }
-    let (job, pos, lo, hi) = (a.clone(), t.pos.clone(), t.lo, t.hi);
+    let (job, pos, hi) = (a.clone(), t.pos.clone(), t.hi);
     env.ahead.spawn(
         JobKind::Decode,
         Box::new(move || {

@@ -26,9 +26,18 @@ const SPARE_BYTES: usize = 16 << 20;
 
 const SHARDS: usize = 8;
 
+/// The last use of a demoted block: before any use, so evicted first.
+const DEMOTED: u64 = 0;
+/// The last use of a block whose reader is done with it: evicted first,
+/// and its buffer is the next one decoded into.
+const DONE: u64 = 1;
+/// The first use the clock counts (after the marks above).
+const FIRST_USE: u64 = 2;
+
 struct Shard {
-    /// Each block with when it was last used (`BlockCache::clock`; 0:
-    /// demoted). Within a shard the LRU order is the order of these.
+    /// Each block with when it was last used (`BlockCache::clock`, or
+    /// [`DEMOTED`], [`DONE`]). Within a shard the LRU order is the order
+    /// of these.
     lru: LruCache<BlockKey, (Block, u64)>,
     bytes: usize,
 }
@@ -65,7 +74,7 @@ impl BlockCache {
             bytes: AtomicU64::new(0),
             spares: Mutex::new(Vec::new()),
             spare_bytes: SPARE_BYTES.min((budget / 8) as usize),
-            clock: AtomicU64::new(1),
+            clock: AtomicU64::new(FIRST_USE),
         }
     }
 
@@ -98,9 +107,20 @@ impl BlockCache {
 
     /// Make `key` the first to be evicted (a reader has had its last bytes).
     pub fn demote(&self, key: &BlockKey) {
+        self.mark(key, DEMOTED);
+    }
+
+    /// Make `key` the first to be evicted and its buffer the next one a
+    /// block is decoded into ([`BlockCache::buffer`]): a reader that reads
+    /// on is done with it.
+    pub fn done(&self, key: &BlockKey) {
+        self.mark(key, DONE);
+    }
+
+    fn mark(&self, key: &BlockKey, mark: u64) {
         let mut s = self.shard(key).lock();
         if let Some((_, used)) = s.lru.peek_mut(key) {
-            *used = 0;
+            *used = mark;
             s.lru.demote(key);
         }
     }
@@ -150,9 +170,10 @@ impl BlockCache {
 
     /// A buffer of `len` bytes for decoding into: a spare of about that size
     /// if there is one (its old contents are overwritten by the decoder), or
-    /// the buffer of a demoted block nobody holds, or a new one. Also says
-    /// how many spares of that size are left (at least one when a demoted
-    /// block was taken: readers are done with blocks, none need preparing).
+    /// the buffer of a block a reader is done with ([`BlockCache::done`])
+    /// that nobody holds, or a new one. Also says how many spares of that
+    /// size are left (at least one when a done block was taken: readers are
+    /// done with blocks, none need preparing).
     pub fn buffer(&self, len: usize) -> (BlockBuf, usize) {
         let fits = |b: &BlockBuf| b.capacity() >= len && b.footprint() <= len.saturating_mul(2);
         let mut sp = self.spares.lock();
@@ -169,23 +190,22 @@ impl BlockCache {
         if let Some(v) = v {
             return (v, left);
         }
-        match self.take_demoted(len, fits) {
+        match self.take_done(len, fits) {
             // Readers are done with blocks: no spare needs preparing.
             Some(v) => (v, left.max(1)),
             None => (BlockBuf::new(len), left),
         }
     }
 
-    /// The buffer of a demoted block that `fits` and nobody holds, taken
-    /// out of the cache (its reader is done with it: its pages are mapped,
-    /// where a new buffer costs a page fault per 4 KiB).
-    fn take_demoted(&self, len: usize, fits: impl Fn(&BlockBuf) -> bool) -> Option<BlockBuf> {
+    /// The buffer of a done block that `fits` and nobody holds, taken out
+    /// of the cache (its pages are mapped, where a new buffer costs a page
+    /// fault per 4 KiB).
+    fn take_done(&self, len: usize, fits: impl Fn(&BlockBuf) -> bool) -> Option<BlockBuf> {
         for sh in &self.shards {
             let mut s = sh.lock();
-            let ok = s
-                .lru
-                .peek_lru()
-                .is_some_and(|(_, (b, used))| *used == 0 && Arc::strong_count(b) == 1 && fits(b));
+            let ok = s.lru.peek_lru().is_some_and(|(_, (b, used))| {
+                *used == DONE && Arc::strong_count(b) == 1 && fits(b)
+            });
             if !ok {
                 continue;
             }
@@ -441,35 +461,33 @@ mod tests {
         assert_eq!(c.bytes(), 16_000);
     }
 
-    /// With no spare at hand, a buffer is the one of a demoted block that
-    /// nobody holds, taken out of the cache (its pages are mapped), and
-    /// no spare needs preparing; a demoted block still held stays.
+    /// With no spare at hand, a buffer is the one of a block a reader is
+    /// done with and nobody holds, taken out of the cache (its pages are
+    /// mapped), and no spare needs preparing; one still held stays, and a
+    /// block only demoted is never taken.
     #[test]
-    fn a_buffer_is_taken_from_a_demoted_block_nobody_holds() {
+    fn a_buffer_is_taken_from_a_done_block_nobody_holds() {
         let c = BlockCache::new(1 << 20);
         c.insert((1, 0, 0), Arc::new(BlockBuf::from(vec![7u8; 3000])));
         c.insert((1, 0, 1), Arc::new(BlockBuf::from(vec![8u8; 3000])));
         let held = c.get(&(1, 0, 0)).unwrap();
-        c.demote(&(1, 0, 0));
+        c.done(&(1, 0, 0));
         let (v, left) = c.buffer(2000);
-        assert_eq!(
-            (v[0], left),
-            (0, 0),
-            "a new buffer: the demoted block is held"
-        );
+        assert_eq!((v[0], left), (0, 0), "a new buffer: the done block is held");
         assert!(c.contains(&(1, 0, 0)));
         drop(held);
         let (v, left) = c.buffer(2000);
         assert_eq!(
             (v.len(), v[0], left),
             (2000, 7, 1),
-            "the demoted block's buffer"
+            "the done block's buffer"
         );
         assert!(!c.contains(&(1, 0, 0)) && c.contains(&(1, 0, 1)));
         assert_eq!(c.bytes(), 3000);
-        // A block not demoted is never taken.
+        // A block only demoted (evicted first) is not taken.
+        c.demote(&(1, 0, 1));
         let (v, _) = c.buffer(2000);
-        assert_eq!(v[0], 0);
+        assert_eq!(v[0], 0, "a demoted block is not taken");
         assert!(c.contains(&(1, 0, 1)));
     }
 

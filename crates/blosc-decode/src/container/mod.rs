@@ -258,9 +258,9 @@ impl Container {
     }
 
     /// A reader that reads on has copied out the raw content up to `end`
-    /// (exclusive): if `end` ends a cached block, that block goes first
-    /// when the cache wants room or a buffer to decode into
-    /// ([`crate::cache::BlockCache::demote`]).
+    /// (exclusive): if `end` ends a block, the reader is done with it, and
+    /// the block goes first when the cache wants room or a buffer to
+    /// decode into ([`crate::cache::BlockCache::done`]).
     pub fn done_with(&self, end: u64) {
         let t = &self.index.chunks;
         let Some(last) = end.checked_sub(1).filter(|_| !t.is_empty()) else {
@@ -276,7 +276,7 @@ impl Container {
         let i = l.block_at(a - 1);
         if l.block_start(i) + u64::from(l.block_len(i)) == a {
             let key = (self.id, self.key_chunk.wrapping_add(ci as u64), i);
-            self.env.cache.demote(&key);
+            self.env.cache.done(&key);
         }
     }
 
