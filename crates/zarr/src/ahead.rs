@@ -21,7 +21,8 @@
 //! copied out would be decoded twice.
 //!
 //! A reader that reads on (`Fetch::Whole`) also has the chunks (or Blosc
-//! blocks) of the [`NEXT`] bytes past each read handed to the runner: the
+//! blocks) of the [`NEXT`] bytes past each read handed to the runner
+//! (`decode_ahead` set to a size sets how many; 0 turns it off): the
 //! kernel keeps only about 1 MiB of requests ahead of it, so without this
 //! the read that first comes to a row of Blosc blocks (or of chunks)
 //! waits for all of them, and the CPUs idle during the reads that follow.
@@ -29,6 +30,7 @@
 use crate::array::{Fetch, Inner};
 use crate::chunks::{whole, Chunk};
 use crate::Result;
+use blosc_decode::ahead::policy::DecodeAhead;
 use blosc_decode::ahead::JobKind;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -88,9 +90,14 @@ pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
 const NEXT: u64 = 4 << 20;
 
 /// Hand the chunks (or Blosc blocks) of the [`NEXT`] bytes from `end` to
-/// the runner, those not decoded or queued yet.
+/// the runner, those not decoded or queued yet: as many bytes as the
+/// `Env`'s `decode_ahead` says when it is set to a size (0: none).
 fn queue_next(a: &Arc<Inner>, end: u64) {
-    let stop = end.saturating_add(NEXT).min(a.meta.data_bytes());
+    let next = match a.chunks.env().decode_ahead {
+        DecodeAhead::Auto => NEXT,
+        DecodeAhead::Fixed(n) => n,
+    };
+    let stop = end.saturating_add(next).min(a.meta.data_bytes());
     if end < stop {
         let (touched, _, _) = list(a, end, end, stop);
         queue(a, &touched, 0, Fetch::Whole);

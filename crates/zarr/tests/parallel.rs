@@ -243,3 +243,22 @@ fn a_reader_that_reads_on_has_what_follows_decoded_on_the_runner() {
     assert!(got == want, "other bytes than zarr-python's");
     assert_eq!(decoded(), 64, "blocks decoded again");
 }
+
+/// `decode_ahead=0` turns that off: the same reads hand nothing to the
+/// runner (each read of `blocks.zarr` is inside one chunk).
+#[test]
+fn decode_ahead_0_decodes_nothing_past_a_reader_that_reads_on() {
+    let want = expected("blocks.zarr");
+    let held = Arc::new(Held::default());
+    let mut env = Env::with_runner(64 << 20, held.clone());
+    env.decode_ahead = blosc_decode::DecodeAhead::Fixed(0);
+    let a = open("blocks.zarr", &env);
+    let mut got = vec![0u8; want.len()];
+    let step = 4 << 10;
+    for at in (0..3 * step).step_by(step) {
+        a.read_npy_at(at as u64, &mut got[at..at + step]).unwrap();
+    }
+    assert_eq!(held.run_all(), 0, "jobs handed to the runner");
+    a.read_npy_at(0, &mut got).unwrap();
+    assert!(got == want, "other bytes than zarr-python's");
+}
