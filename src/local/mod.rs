@@ -74,7 +74,7 @@ pub fn probe_path(path: &Path) -> Result<Option<Probe>> {
 /// that usually follows ([`detect::hint_offsets`]).
 fn hinted(probe: Result<Option<Probe>>, src: &dyn Source) -> Result<Option<Probe>> {
     if let Ok(Some(p)) = &probe {
-        detect::hint_offsets(src, p.kind);
+        detect::hint_offsets(src, p);
     }
     probe
 }

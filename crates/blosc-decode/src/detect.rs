@@ -79,6 +79,11 @@ pub struct Probe {
     pub npy: bool,
     /// Bytes the container occupies on disk.
     pub cbytes: u64,
+    /// Where a frame's offsets index starts in the source probed (after
+    /// the chunks of a frame file, after the header of a sparse frame's
+    /// `chunks.b2frame`): what the open that usually follows reads
+    /// ([`hint_offsets`]).
+    pub offsets_at: Option<u64>,
 }
 
 pub(crate) fn head_of(src: &dyn Source, path: &Path) -> Result<Vec<u8>> {
@@ -176,21 +181,15 @@ pub fn probe_sframe_index(index: Arc<dyn Source>, path: &Path) -> Result<Option<
     probe_kind(index, Kind::SFrame, path).map(Some)
 }
 
-/// A frame just probed (`kind` [`Kind::Frame`], or [`Kind::SFrame`] with
-/// `src` its `chunks.b2frame`) is usually opened next (a lookup, then an
-/// open): have `src` start reading the frame's offsets index (after the
-/// chunks of a file, after the header of a `chunks.b2frame`) while the
-/// caller goes on, so that the open need not wait for the disk again. At
-/// most 1 MiB. For local files: a remote source fetches what it is hinted,
-/// a request its open makes anyway (with the object's tail).
-pub fn hint_offsets(src: &dyn Source, kind: Kind) {
-    let Ok(h) = crate::open::frame::read_header(src) else {
+/// A frame just probed from `src` is usually opened next (a lookup, then
+/// an open): have `src` start reading the frame's offsets index
+/// ([`Probe::offsets_at`]) while the caller goes on, so that the open need
+/// not wait for the disk again. At most 1 MiB. For local files: a remote
+/// source fetches what it is hinted, a request its open makes anyway (with
+/// the object's tail).
+pub fn hint_offsets(src: &dyn Source, probe: &Probe) {
+    let Some(at) = probe.offsets_at else {
         return;
-    };
-    let at = match kind {
-        Kind::SFrame => h.header_len,
-        Kind::Frame => h.header_len.saturating_add(h.cbytes),
-        _ => return,
     };
     if at < src.len() {
         src.will_need(at, (src.len() - at).min(1 << 20));
@@ -204,6 +203,7 @@ fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
         len,
         npy,
         cbytes: src.len(),
+        offsets_at: None,
     };
     match kind {
         Kind::Chunk => {
@@ -220,10 +220,15 @@ fn probe_kind(src: Arc<dyn Source>, kind: Kind, path: &Path) -> Result<Probe> {
                 typesize: h.typesize,
                 ..Default::default()
             };
-            match crate::open::npy_view(&info, path) {
-                Some(Ok(v)) => Ok(probe(v.len(h.nbytes), v.is_npy())),
-                _ => Ok(probe(h.nbytes, false)),
-            }
+            let offsets_at = Some(match kind {
+                Kind::SFrame => h.header_len,
+                _ => h.header_len.saturating_add(h.cbytes),
+            });
+            let p = match crate::open::npy_view(&info, path) {
+                Some(Ok(v)) => probe(v.len(h.nbytes), v.is_npy()),
+                _ => probe(h.nbytes, false),
+            };
+            Ok(Probe { offsets_at, ..p })
         }
         Kind::Bloscpack | Kind::Packed => {
             let env = Env::new(1 << 20);

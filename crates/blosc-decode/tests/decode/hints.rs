@@ -90,13 +90,17 @@ fn probing_a_frame_hints_its_offsets_index() {
         take(&src).iter().all(|a| matches!(a, Asked::Read(..))),
         "the probe alone hints nothing"
     );
-    hint_offsets(src.as_ref(), p.kind);
+    hint_offsets(src.as_ref(), &p);
     let h = blosc_decode::open::frame::read_header(&FileSource::open(&path).unwrap()).unwrap();
     let index_at = h.header_len + h.cbytes;
     let asked = take(&src);
     assert!(
         asked.contains(&Asked::Hint(index_at, src.len() - index_at)),
         "{asked:?}"
+    );
+    assert!(
+        asked.iter().all(|a| matches!(a, Asked::Hint(..))),
+        "the hint reads the header again: {asked:?}"
     );
     // Hinted, not read: the header is read again, nothing else.
     assert!(
