@@ -16,7 +16,6 @@ use crate::codec::decode_chunk;
 use crate::meta::{ArrayMeta, Codec};
 use crate::store::read_bounded;
 use crate::{Error, Result};
-use blosc_decode::ahead::Claim;
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
 use blosc_decode::io::{First, Source};
@@ -206,29 +205,19 @@ impl Chunks {
 
     /// Chunk `id`, read by block: opened by one reader (or job) at a time,
     /// registered in the runner's table under a key of its own while it is
-    /// opened, so that a reader and a job decoding ahead never both fetch
-    /// it (a reader that reads on fetches a chunk whole). The others wait,
-    /// then take the opened chunk; if the opening failed, they try in turn.
+    /// opened (`Ahead::load_once`), so that a reader and a job decoding
+    /// ahead never both fetch it (a reader that reads on fetches a chunk
+    /// whole). The others wait, then find the opened chunk known; if the
+    /// opening failed, they try in turn. (No block is ever published under
+    /// that key: `Chunk::Whole` is never reached.)
     fn open_once(&self, id: u64, load: impl FnOnce(u64) -> Result<Chunk>) -> Result<Chunk> {
-        let ahead = &self.env.ahead;
-        let key = (self.id, id, OPENING);
-        loop {
-            if let Some(c) = self.known(id) {
-                return Ok(c);
-            }
-            if let Some(slot) = ahead.lookup(&key) {
-                // Waits while it is opened; what it opened is then known.
-                if let Claim::Mine = ahead.claim(&slot) {
-                    ahead.finish(key, &slot, None);
-                }
-                continue;
-            }
-            if let Some(started) = ahead.start(key) {
-                let r = self.load_kept(id, load);
-                started.finish(None);
-                return r;
-            }
-        }
+        self.env.ahead.load_once(
+            (self.id, id, OPENING),
+            || self.known(id),
+            || self.load_kept(id, load),
+            |_| None,
+            Chunk::Whole,
+        )
     }
 
     /// `load` chunk `id` and keep it.
