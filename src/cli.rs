@@ -436,9 +436,10 @@ fn info_zarr(dir: &Path) -> Result<(), String> {
         dims(&m.chunks),
         m.chunk_bytes()
     );
-    if let Some(s) = &m.shard {
+    for (i, s) in m.shard.iter().flat_map(|s| s.levels()).enumerate() {
         println!(
-            "  shards: {} of {} inner chunks, index at the {}{}{}",
+            "  {}: {} of {} inner chunks, index at the {}{}{}",
+            if i == 0 { "shards" } else { "inner shards" },
             dims(&s.shape),
             dims(&s.per),
             s.location(),

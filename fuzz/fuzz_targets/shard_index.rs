@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         index_at_start: flags & 1 != 0,
         index_big: flags & 2 != 0,
         index_crc: flags & 4 != 0,
+        inner: None,
     };
     let len = file.len() as u64;
     let Ok(ix) = Index::read(Arc::new(MemSource::new(file.to_vec())), &m) else {

@@ -136,7 +136,7 @@ fn every_array_is_a_npy_of_what_zarr_python_reads() {
             seen += 1;
         }
     }
-    assert_eq!(seen, 51);
+    assert_eq!(seen, 53);
 }
 
 /// (path, the word the reason names) of writer `w`'s arrays that are not

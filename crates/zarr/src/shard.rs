@@ -7,6 +7,11 @@
 //! entry is checked against the shard file before it is used: an entry
 //! that runs past the file or into the index makes that inner chunk's
 //! reads fail, and no other's.
+//!
+//! With nested sharding, the grid is that of the innermost chunks; the
+//! window an index gives is a shard of the next level, whose own index is
+//! read from the end (or start) of that window and kept the same way, per
+//! level.
 
 use crate::crc32c::crc32c;
 use crate::grid::{chunk_key, linear};
@@ -128,19 +133,31 @@ pub fn parse_index(raw: &[u8], m: &ShardMeta) -> Result<Vec<(u64, u64)>> {
 pub struct Shards {
     meta: ShardMeta,
     keys: KeyEncoding,
-    kept: Mutex<LruCache<String, Kept>>,
+    /// Innermost chunks per outermost shard, along each dimension.
+    per: Vec<u64>,
+    /// Indexes kept, per level (outermost first), each level's bounded by
+    /// [`INDEX_CACHE_BYTES`]: by shard key, then (nested) the inner shard's
+    /// place in each level above.
+    kept: Vec<Mutex<LruCache<String, Kept>>>,
     index_reads: AtomicU64,
 }
 
 impl Shards {
     pub fn new(meta: ShardMeta, keys: KeyEncoding) -> Shards {
-        let keep = (INDEX_CACHE_BYTES / meta.index_bytes().max(1)).clamp(1, MAX_KEPT);
+        let kept = meta
+            .levels()
+            .map(|m| {
+                let keep = (INDEX_CACHE_BYTES / m.index_bytes().max(1)).clamp(1, MAX_KEPT);
+                Mutex::new(LruCache::new(
+                    NonZeroUsize::new(keep as usize).unwrap_or(NonZeroUsize::MIN),
+                ))
+            })
+            .collect();
         Shards {
+            per: meta.innermost_per(),
             meta,
             keys,
-            kept: Mutex::new(LruCache::new(
-                NonZeroUsize::new(keep as usize).unwrap_or(NonZeroUsize::MIN),
-            )),
+            kept,
             index_reads: AtomicU64::new(0),
         }
     }
@@ -150,29 +167,49 @@ impl Shards {
         self.index_reads.load(Ordering::Relaxed)
     }
 
-    /// The shard holding inner chunk `pos` (a position in the inner chunk
-    /// grid), and the inner chunk's place in it (C order).
-    fn locate(&self, pos: &[u64]) -> (Vec<u64>, u64) {
-        let shard: Vec<u64> = pos.iter().zip(&self.meta.per).map(|(p, n)| p / n).collect();
-        let inner: Vec<u64> = pos.iter().zip(&self.meta.per).map(|(p, n)| p % n).collect();
-        (shard, linear(&inner, &self.meta.per))
+    /// The shard holding inner chunk `pos` (a position in the innermost
+    /// chunk grid), and the inner chunk's place (C order) in each level,
+    /// outermost first.
+    fn locate(&self, pos: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        let shard: Vec<u64> = pos.iter().zip(&self.per).map(|(p, n)| p / n).collect();
+        let mut rem: Vec<u64> = pos.iter().zip(&self.per).map(|(p, n)| p % n).collect();
+        let mut below = self.per.clone();
+        let places = self
+            .meta
+            .levels()
+            .map(|m| {
+                // `below`: innermost chunks per inner chunk of this level.
+                for (b, n) in below.iter_mut().zip(&m.per) {
+                    *b /= n;
+                }
+                let at: Vec<u64> = rem.iter().zip(&below).map(|(r, b)| r / b).collect();
+                for (r, b) in rem.iter_mut().zip(&below) {
+                    *r %= b;
+                }
+                linear(&at, &m.per)
+            })
+            .collect();
+        (shard, places)
     }
 
-    /// How messages name inner chunk `pos`: its shard's key and its index.
+    /// How messages name inner chunk `pos`: its shard's key and its index
+    /// (with nested shards, its index in each level).
     pub fn name(&self, pos: &[u64]) -> String {
-        let (shard, i) = self.locate(pos);
-        format!("{} inner chunk {i}", chunk_key(self.keys, &shard))
+        let (shard, places) = self.locate(pos);
+        let places: Vec<String> = places.iter().map(u64::to_string).collect();
+        format!(
+            "{} inner chunk {}",
+            chunk_key(self.keys, &shard),
+            places.join("/")
+        )
     }
 
     /// The encoded bytes of inner chunk `pos`, as a window of its shard
     /// file; `None` for one never written (or in a shard never written).
     pub fn inner(&self, store: &dyn ChunkStore, pos: &[u64]) -> Result<Option<Arc<dyn Source>>> {
-        let (shard, i) = self.locate(pos);
-        let key = chunk_key(self.keys, &shard);
-        let Some(index) = self.index(store, &key)? else {
-            return Ok(None);
-        };
-        let Some((off, nb)) = index.entry(i)? else {
+        let (shard, places) = self.locate(pos);
+        let mut key = chunk_key(self.keys, &shard);
+        let Some(mut index) = self.index(store, &key)? else {
             return Ok(None);
         };
         let path = index
@@ -180,13 +217,25 @@ impl Shards {
             .path()
             .map(|p| p.to_path_buf())
             .unwrap_or_else(|| PathBuf::from(&key));
-        let w = Window::new(index.src.clone(), off, nb, path)?;
-        Ok(Some(Arc::new(w)))
+        let mut levels = self.meta.levels().enumerate().skip(1);
+        for &i in &places {
+            let Some((off, nb)) = index.entry(i)? else {
+                return Ok(None);
+            };
+            let w: Arc<dyn Source> =
+                Arc::new(Window::new(index.src.clone(), off, nb, path.clone())?);
+            let Some((level, m)) = levels.next() else {
+                return Ok(Some(w));
+            };
+            key = format!("{key}#{i}");
+            index = self.nested(level, m, &key, w)?;
+        }
+        Err(Error::corrupt("shard levels and places disagree"))
     }
 
     /// The index of the shard stored at `key`, kept.
     fn index(&self, store: &dyn ChunkStore, key: &str) -> Result<Kept> {
-        if let Some(k) = self.kept.lock().get(key) {
+        if let Some(k) = self.kept[0].lock().get(key) {
             return Ok(k.clone());
         }
         let n = self.meta.index_bytes();
@@ -201,8 +250,27 @@ impl Shards {
             }
             None => None,
         };
-        self.kept.lock().put(key.to_string(), kept.clone());
+        self.kept[0].lock().put(key.to_string(), kept.clone());
         Ok(kept)
+    }
+
+    /// The index of the shard of level `level` (laid out as `m`) that is
+    /// the window `src` of the level above, kept under `key`.
+    fn nested(
+        &self,
+        level: usize,
+        m: &ShardMeta,
+        key: &str,
+        src: Arc<dyn Source>,
+    ) -> Result<Arc<Index>> {
+        let kept = &self.kept[level];
+        if let Some(Some(ix)) = kept.lock().get(key) {
+            return Ok(ix.clone());
+        }
+        self.index_reads.fetch_add(1, Ordering::Relaxed);
+        let ix = Arc::new(Index::read(src, m)?);
+        kept.lock().put(key.to_string(), Some(ix.clone()));
+        Ok(ix)
     }
 }
 
@@ -285,6 +353,41 @@ mod tests {
         assert_eq!((a.index_reads(), a.decodes()), (1, 2));
     }
 
+    /// `nested` of the fixtures: 13x10 uint16 in shards of 8x8 (index at
+    /// the start) of shards of 4x4 (index at the end) of 2x2 chunks.
+    #[test]
+    fn a_read_in_a_nested_shard_reads_each_level_s_index_once() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr/nested");
+        let store = Arc::new(Counted {
+            dir: DirStore::new(&dir),
+            reads: Arc::default(),
+            bytes: Arc::default(),
+        });
+        let a = ZarrArray::open(store.clone()).unwrap();
+        let reads = || store.reads.load(Ordering::Relaxed);
+        let mut buf = [0u8; 2];
+        let mut at = |row: u64, col: u64| {
+            let before = reads();
+            a.read_values_at((row * 10 + col) * 2, &mut buf).unwrap();
+            (u16::from_le_bytes(buf), reads() - before, a.index_reads())
+        };
+        // Element (0, 1): the outer index, the inner shard's, the chunk
+        // (a Blosc chunk: its reads are `chunk`, counted next).
+        let (v, first, ixs) = at(0, 1);
+        // Another chunk of that inner shard: its chunk's reads alone.
+        let (w, chunk, same) = at(1, 2);
+        assert_eq!((v, w, ixs, same), (3, 24, 2, 2));
+        assert_eq!(first, 2 + chunk);
+        // Another inner shard of that shard: its index, then the chunk.
+        assert_eq!(at(2, 5), (51, 1 + chunk, 3));
+        // An inner shard never written: fill values, no read.
+        assert_eq!(at(5, 1), (7, 0, 3));
+        let ix = Shards::new(a.meta().shard.clone().unwrap(), a.meta().keys);
+        assert_eq!(ix.name(&[3, 2]), "c/0/0 inner chunk 3/2");
+        assert_eq!(ix.name(&[4, 4]), "c/1/1 inner chunk 0/0");
+    }
+
     #[test]
     fn index_entries_are_checked_against_the_file() {
         let m = ShardMeta {
@@ -293,6 +396,7 @@ mod tests {
             index_at_start: true,
             index_big: false,
             index_crc: true,
+            inner: None,
         };
         let mut raw = Vec::new();
         for v in [40u64, 8, MISSING, MISSING] {

@@ -64,7 +64,7 @@ fn every_array_reads_as_zarr_python_reads_it() {
         }
         read += 1;
     }
-    assert_eq!(read, 51);
+    assert_eq!(read, 53);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The v3 `sharding_indexed` codec's configuration: each chunk of the
 //! grid (a shard) is one stored file holding a grid of inner chunks and an
-//! index of where each lies.
+//! index of where each lies. An inner chunk may itself be a shard (nested
+//! sharding: the inner codecs are one `sharding_indexed`), down to
+//! [`MAX_LEVELS`] levels.
 
 use super::{dims, product, text, MAX_NDIM};
 use crate::{Error, Result};
@@ -8,6 +10,9 @@ use serde_json::Value;
 
 /// Largest shard index accepted, in bytes (a million inner chunks).
 pub const MAX_INDEX_BYTES: u64 = 16 << 20;
+
+/// Levels of shards within shards, at most.
+pub const MAX_LEVELS: usize = 4;
 
 /// How an array's shards are laid out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +27,8 @@ pub struct ShardMeta {
     pub index_big: bool,
     /// Is a CRC-32C of the index appended to it?
     pub index_crc: bool,
+    /// The layout of each inner chunk when it is itself a shard.
+    pub inner: Option<Box<ShardMeta>>,
 }
 
 impl ShardMeta {
@@ -36,6 +43,23 @@ impl ShardMeta {
         self.inner_count()
             .saturating_mul(16)
             .saturating_add(if self.index_crc { 4 } else { 0 })
+    }
+
+    /// This level and the levels of shards inside it, outermost first.
+    pub fn levels(&self) -> impl Iterator<Item = &ShardMeta> {
+        std::iter::successors(Some(self), |m| m.inner.as_deref())
+    }
+
+    /// Chunks of the innermost level in one shard of this level, along
+    /// each dimension.
+    pub fn innermost_per(&self) -> Vec<u64> {
+        let mut per = self.per.clone();
+        for m in self.levels().skip(1) {
+            for (p, q) in per.iter_mut().zip(&m.per) {
+                *p = p.saturating_mul(*q);
+            }
+        }
+        per
     }
 
     /// "end" or "start".
@@ -57,8 +81,13 @@ pub(super) struct Sharding<'a> {
 }
 
 /// The `sharding_indexed` codec `conf` of an array whose grid's chunk
-/// shape is `shard`.
+/// shape is `shard`, with the shards nested in it.
 pub(super) fn parse<'a>(conf: &'a Value, shard: &[u64]) -> Result<Sharding<'a>> {
+    parse_level(conf, shard, 1)
+}
+
+/// Level `level` (1: the outermost) of [`parse`].
+fn parse_level<'a>(conf: &'a Value, shard: &[u64], level: usize) -> Result<Sharding<'a>> {
     let inner = dims(&conf["chunk_shape"], "sharding chunk_shape")?;
     if inner.len() != shard.len() || inner.len() > MAX_NDIM {
         return Err(Error::corrupt(format!(
@@ -79,12 +108,19 @@ pub(super) fn parse<'a>(conf: &'a Value, shard: &[u64]) -> Result<Sharding<'a>> 
     let codecs = conf["codecs"]
         .as_array()
         .ok_or_else(|| Error::corrupt("sharding_indexed without codecs"))?;
-    if codecs
-        .iter()
-        .any(|c| c.get("name").and_then(Value::as_str) == Some("sharding_indexed"))
-    {
-        return Err(Error::unsupported("nested sharding_indexed"));
-    }
+    let is_shard = |c: &Value| c.get("name").and_then(Value::as_str) == Some("sharding_indexed");
+    let nested = match codecs.as_slice() {
+        [c] if is_shard(c) && level >= MAX_LEVELS => {
+            return Err(Error::unsupported(format!(
+                "sharding_indexed nested more than {MAX_LEVELS} levels deep"
+            )))
+        }
+        [c] if is_shard(c) => Some(parse_level(&c["configuration"], &inner, level + 1)?),
+        _ if codecs.iter().any(is_shard) => {
+            return Err(Error::unsupported("sharding_indexed among other codecs"))
+        }
+        _ => None,
+    };
     let (index_big, index_crc) = index_codecs(&conf["index_codecs"])?;
     let index_at_start = match conf.get("index_location").and_then(Value::as_str) {
         None | Some("end") => false,
@@ -97,6 +133,7 @@ pub(super) fn parse<'a>(conf: &'a Value, shard: &[u64]) -> Result<Sharding<'a>> 
         index_at_start,
         index_big,
         index_crc,
+        inner: None,
     };
     let n = product(&meta.per, 16).unwrap_or(u64::MAX);
     if n > MAX_INDEX_BYTES {
@@ -104,10 +141,20 @@ pub(super) fn parse<'a>(conf: &'a Value, shard: &[u64]) -> Result<Sharding<'a>> 
             "a shard index of more than {MAX_INDEX_BYTES} bytes"
         )));
     }
-    Ok(Sharding {
-        meta,
-        inner,
-        codecs,
+    Ok(match nested {
+        Some(n) => Sharding {
+            meta: ShardMeta {
+                inner: Some(Box::new(n.meta)),
+                ..meta
+            },
+            inner: n.inner,
+            codecs: n.codecs,
+        },
+        None => Sharding {
+            meta,
+            inner,
+            codecs,
+        },
     })
 }
 

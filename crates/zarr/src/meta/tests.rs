@@ -169,7 +169,7 @@ fn v3_sharding() {
         (SHARDED.replace("[2, 4]", "[3, 4]"), "multiple"),
         (
             SHARDED.replace("{\"name\": \"zstd\"}", "{\"name\": \"sharding_indexed\"}"),
-            "nested sharding_indexed",
+            "sharding_indexed among other codecs",
         ),
         (SHARDED.replace("\"end\"", "\"middle\""), "index_location"),
         (SHARDED.replace("\"crc32c\"", "\"gzip\""), "index codecs"),
@@ -188,4 +188,43 @@ fn v3_sharding() {
         ),
     ];
     refused(v3, &cases);
+}
+
+/// `SHARDED` with its inner codecs replaced by `levels` more levels of
+/// shards, each halving the chunk shape's last dimension.
+fn nested(levels: u32) -> String {
+    let mut codecs =
+        r#"[{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd"}]"#
+            .to_string();
+    for l in (0..levels).rev() {
+        codecs = format!(
+            r#"[{{"name": "sharding_indexed", "configuration": {{"chunk_shape": [2, {}],
+            "codecs": {codecs}, "index_codecs": [{{"name": "bytes",
+            "configuration": {{"endian": "little"}}}}]}}}}]"#,
+            4 >> (l + 1).min(2)
+        );
+    }
+    SHARDED.replace(
+        r#"[{"name": "bytes",
+  "configuration": {"endian": "little"}}, {"name": "zstd"}]"#,
+        &codecs,
+    )
+}
+
+#[test]
+fn v3_nested_sharding() {
+    let m = v3(&nested(1)).unwrap();
+    assert_eq!(m.chunks, vec![2, 2]);
+    let s = m.shard.unwrap();
+    let shapes: Vec<_> = s
+        .levels()
+        .map(|l| (l.shape.clone(), l.per.clone()))
+        .collect();
+    assert_eq!(
+        shapes,
+        vec![(vec![4, 8], vec![2, 2]), (vec![2, 4], vec![1, 2])]
+    );
+    assert_eq!(s.innermost_per(), vec![2, 4]);
+    assert_eq!(v3(&nested(2)).unwrap().shard.unwrap().levels().count(), 3);
+    refused(v3, &[(nested(4), "levels deep")]);
 }
