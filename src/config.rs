@@ -108,6 +108,10 @@ pub struct MountArgs {
     /// [`MountArgs::fuse_threads`]).
     pub threads: usize,
     pub readahead: u64,
+    /// The largest read the kernel sends, as `-o max_read` gave it (0: not
+    /// given, the kernel's: 1 MiB). A read-ahead window larger than it
+    /// comes as several requests, served at once.
+    pub max_read: u64,
     /// Serve extended attributes (`-o xattr`). Off, the kernel is told
     /// once and asks no more.
     pub xattr: bool,
@@ -182,6 +186,7 @@ impl Default for MountArgs {
             fs: FsOptions::default(),
             threads: 0,
             readahead: 1 << 20,
+            max_read: 0,
             xattr: false,
             allow_other: false,
             allow_root: false,

@@ -60,6 +60,10 @@ fn config(m: &MountArgs) -> fuser::Config {
         });
     }
     c.mount_options.dedup();
+    if m.max_read > 0 {
+        c.mount_options
+            .push(O::CUSTOM(format!("max_read={}", m.max_read)));
+    }
     c.acl = if m.allow_other {
         fuser::SessionACL::All
     } else if m.allow_root || m.auto_unmount {

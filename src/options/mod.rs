@@ -82,6 +82,17 @@ pub const OPTIONS: &[Opt] = &[
         |m, k, v| size(k, v).map(|n| m.readahead = n),
     ),
     opt(
+        &["max_read"],
+        "  -o max_read=SIZE       largest read request the kernel sends (4K to 1M; default 1M)\n",
+        |m, k, v| {
+            m.max_read = size(k, v)
+                .ok()
+                .filter(|n| (4096..=1 << 20).contains(n) && n % 4096 == 0)
+                .ok_or_else(|| format!("{k}: not a multiple of 4K from 4K to 1M: {v}"))?;
+            Ok(())
+        },
+    ),
+    opt(
         &["decode_ahead"],
         "  -o decode_ahead=SIZE   decode this far past each sequential reader on idle CPUs (default auto:\n\
          \x20                        one 4 MiB span per CPU the readers leave idle, from 4 CPUs; 0: off)\n",

@@ -49,7 +49,9 @@ fn every_option_of_the_table_is_taken() {
                     "source_io" => "auto",
                     "endpoint" => "http://127.0.0.1:9000",
                     "region" => "eu-west-1",
-                    "cache_size" | "readahead" | "decode_ahead" | "fetch_cache" => "1M",
+                    "cache_size" | "readahead" | "decode_ahead" | "fetch_cache" | "max_read" => {
+                        "1M"
+                    }
                     _ => "x",
                 };
                 format!("{k}={v}")
@@ -70,6 +72,18 @@ fn every_option_of_the_table_is_taken() {
     assert!(mount("bogus")
         .unwrap_err()
         .contains("unknown option 'bogus'"));
+}
+
+#[test]
+fn max_read_is_whole_pages_from_4k_to_1m() {
+    let got = |v: &str| mount(&format!("max_read={v}")).map(|m| m.max_read);
+    assert_eq!(got("4K"), Ok(4096));
+    assert_eq!(got("256K"), Ok(256 << 10));
+    assert_eq!(got("1M"), Ok(1 << 20));
+    for bad in ["0", "3000", "2M", "x"] {
+        assert!(got(bad).is_err(), "{bad}");
+    }
+    assert_eq!(mount("ro").unwrap().max_read, 0);
 }
 
 /// `--help` shows every option that has help text, once.

@@ -270,3 +270,28 @@ fn the_first_cold_row_spawns_no_thread_and_maps_no_reply_buffer() {
     let row = after.0 - faults;
     assert!(row < 256, "{row} page faults for the row");
 }
+
+/// With `-o max_read=512K`, the mmap fault's 1 MiB read-around window of
+/// a cold row comes as two requests of 512 KiB, one after the other in
+/// the file, the nine blocks decoded between them.
+#[test]
+fn with_max_read_512k_a_row_s_window_comes_as_two_requests() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    array(&m, "grid", "(512, 8192)", "(64, 8192)", "(2, 8192)", "f8");
+    let opts = ["-d", "-o", "xattr,readahead=1M,max_read=512K"];
+    let (mut m, log) = m.mount_logged(&opts);
+    header_len(&m.mp().join("grid.npy"));
+    let before = requests(&log).len();
+    read_slab(&m, "grid", 257);
+    let decoded = stat(&m.mp(), "blocks_decoded");
+    m.unmount_without_panic(&log);
+    let asked = requests(&log)[before..].to_vec();
+    assert!(asked.iter().all(|r| r.1 <= 512 << 10), "{asked:?}");
+    let big: Vec<_> = asked.iter().filter(|r| r.1 == 512 << 10).collect();
+    assert_eq!(big.len(), 2, "{asked:?}");
+    assert_eq!(big[0].0 + (512 << 10), big[1].0, "{asked:?}");
+    assert!(decoded >= 9, "{decoded} blocks decoded");
+}
