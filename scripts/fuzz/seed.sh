@@ -41,6 +41,15 @@ for row in json.load(open(sys.argv[1]))["dtypes"]:
 PY
     done
     ;;
+zarr_meta)
+    # Every array's metadata the Zarr fixtures hold, behind the flag byte
+    # (0: a v3 `zarr.json`, 1: a v2 `.zarray`).
+    find tests/fixtures/zarr -name zarr.json -o -name .zarray | while read -r f; do
+        case "$f" in *.zarray) flag='\1' ;; *) flag='\0' ;; esac
+        out="$c/meta_$(echo "$f" | tr / _)"
+        [ -e "$out" ] || { printf "$flag"; cat "$f"; } >"$out"
+    done
+    ;;
 remote_listing)
     printf '\0# comment\n12 a/b.b2frame\nc d.b2nd\n' >"$c/manifest"
     printf '\1<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t&amp;1</NextContinuationToken><Contents><Key>d/x</Key><Size>3</Size><ETag>&quot;a&quot;</ETag><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents><CommonPrefixes><Prefix>d/s/</Prefix></CommonPrefixes></ListBucketResult>' >"$c/xml"
