@@ -3,7 +3,8 @@
 //! inner chunk whose index entry runs past the shard file, into its index,
 //! or claims a huge size fails with EIO, and only that inner chunk; a
 //! shard whose index checksum is wrong or that is shorter than its index
-//! fails with EIO, and only that shard. `bloscfs info` describes the shards.
+//! fails with EIO, and only that shard; so does an inner shard of a nested
+//! one. `bloscfs info` describes the shards.
 
 use crate::common;
 use bloscfs::fs::{Fs, FsOptions, ROOT_INO};
@@ -148,5 +149,30 @@ fn info_describes_the_shards() {
             .unwrap();
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success() && text.contains(line), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_damaged_inner_shard_fails_only_itself() {
+    // nested: 13x10 uint16 in shards of 8x8 (index at the start, crc32c)
+    // of 2x2 inner shards of 4x4 (index at the end, crc32c) of 2x2 chunks.
+    let (tmp, want) = copied("nested");
+    let shard = tmp.path().join("nested/c/0/0");
+    let mut b = std::fs::read(&shard).unwrap();
+    // The outer index's entry 0: where inner shard 0 lies; its last byte
+    // is its index's checksum (the outer index's own stays right).
+    let off = u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
+    let nb = u64::from_le_bytes(b[8..16].try_into().unwrap()) as usize;
+    b[off + nb - 1] ^= 1;
+    std::fs::write(&shard, &b).unwrap();
+    let npy = Npy::open(tmp.path(), "nested", &want, 2);
+    // (0, 0) and (3, 3): inner shard 0 of shard (0, 0).
+    for i in [0, 33] {
+        assert_eq!(npy.read(i), Err(libc::EIO), "element {i}");
+    }
+    // Inner shard 1 of that shard, (4, 0) in inner shard 2, and the other
+    // shards.
+    for i in [4, 25, 40, 98, 120, 129] {
+        npy.good(&want, i);
     }
 }
