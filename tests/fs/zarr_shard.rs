@@ -140,6 +140,12 @@ fn info_describes_the_shards() {
             "bigindex",
             "shards: (4, 6) of (2, 2) inner chunks, index at the start, big-endian\n",
         ),
+        (
+            "nested",
+            "  chunks: (2, 2) (8 bytes each)\n  \
+             shards: (8, 8) of (2, 2) inner chunks, index at the start, crc32c\n  \
+             inner shards: (4, 4) of (2, 2) inner chunks, index at the end, crc32c\n",
+        ),
     ] {
         let dir = common::fixture(&format!("{W}/stores/sharded.zarr/{name}"));
         let o = Command::new(common::bin())
