@@ -22,7 +22,7 @@ use blosc_decode::io::{self, First, Source, Window};
 use lru::LruCache;
 use parking_lot::Mutex;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -69,6 +69,16 @@ impl Index {
             src,
             data,
         })
+    }
+
+    /// Inner chunk `i`'s bytes as a window of the shard file (named
+    /// `path`), `None` if it was never written.
+    fn window(&self, i: u64, path: &Path) -> Result<Option<Arc<dyn Source>>> {
+        let Some((off, nb)) = self.entry(i)? else {
+            return Ok(None);
+        };
+        let w = Window::new(self.src.clone(), off, nb, path.to_path_buf())?;
+        Ok(Some(Arc::new(w)))
     }
 
     /// Inner chunk `i`'s (offset, nbytes) in the shard file, `None` if it
@@ -209,7 +219,16 @@ impl Shards {
     pub fn inner(&self, store: &dyn ChunkStore, pos: &[u64]) -> Result<Option<Arc<dyn Source>>> {
         let (shard, places) = self.locate(pos);
         let mut key = chunk_key(self.keys, &shard);
-        let Some(mut index) = self.index(store, &key)? else {
+        let n = self.meta.index_bytes();
+        let first = match self.meta.index_at_start {
+            true => First::Head(n),
+            false => First::Tail(n),
+        };
+        let outer = self.kept(0, &key, || match store.open(&key, first)? {
+            Some(src) => self.read_index(src, &self.meta).map(Some),
+            None => Ok(None),
+        })?;
+        let Some(mut index) = outer else {
             return Ok(None);
         };
         let path = index
@@ -217,60 +236,36 @@ impl Shards {
             .path()
             .map(|p| p.to_path_buf())
             .unwrap_or_else(|| PathBuf::from(&key));
-        let mut levels = self.meta.levels().enumerate().skip(1);
-        for &i in &places {
-            let Some((off, nb)) = index.entry(i)? else {
+        // Each level but the last gives the window of a shard of the next
+        // (`places` holds one per level: never empty).
+        let (last, above) = places.split_last().unwrap_or((&0, &[]));
+        for (level, (&i, m)) in above.iter().zip(self.meta.levels().skip(1)).enumerate() {
+            let Some(w) = index.window(i, &path)? else {
                 return Ok(None);
             };
-            let w: Arc<dyn Source> =
-                Arc::new(Window::new(index.src.clone(), off, nb, path.clone())?);
-            let Some((level, m)) = levels.next() else {
-                return Ok(Some(w));
-            };
             key = format!("{key}#{i}");
-            index = self.nested(level, m, &key, w)?;
+            let Some(ix) = self.kept(level + 1, &key, || self.read_index(w, m).map(Some))? else {
+                return Ok(None);
+            };
+            index = ix;
         }
-        Err(Error::corrupt("shard levels and places disagree"))
+        index.window(*last, &path)
     }
 
-    /// The index of the shard stored at `key`, kept.
-    fn index(&self, store: &dyn ChunkStore, key: &str) -> Result<Kept> {
-        if let Some(k) = self.kept[0].lock().get(key) {
+    /// The index kept at `level` under `key`, else `load`ed and kept.
+    fn kept(&self, level: usize, key: &str, load: impl FnOnce() -> Result<Kept>) -> Result<Kept> {
+        if let Some(k) = self.kept[level].lock().get(key) {
             return Ok(k.clone());
         }
-        let n = self.meta.index_bytes();
-        let first = match self.meta.index_at_start {
-            true => First::Head(n),
-            false => First::Tail(n),
-        };
-        let kept = match store.open(key, first)? {
-            Some(src) => {
-                self.index_reads.fetch_add(1, Ordering::Relaxed);
-                Some(Arc::new(Index::read(src, &self.meta)?))
-            }
-            None => None,
-        };
-        self.kept[0].lock().put(key.to_string(), kept.clone());
-        Ok(kept)
+        let k = load()?;
+        self.kept[level].lock().put(key.to_string(), k.clone());
+        Ok(k)
     }
 
-    /// The index of the shard of level `level` (laid out as `m`) that is
-    /// the window `src` of the level above, kept under `key`.
-    fn nested(
-        &self,
-        level: usize,
-        m: &ShardMeta,
-        key: &str,
-        src: Arc<dyn Source>,
-    ) -> Result<Arc<Index>> {
-        let kept = &self.kept[level];
-        if let Some(Some(ix)) = kept.lock().get(key) {
-            return Ok(ix.clone());
-        }
+    /// The index of the shard `src` (laid out as `m`), counted.
+    fn read_index(&self, src: Arc<dyn Source>, m: &ShardMeta) -> Result<Arc<Index>> {
         self.index_reads.fetch_add(1, Ordering::Relaxed);
-        let ix = Arc::new(Index::read(src, m)?);
-        kept.lock().put(key.to_string(), Some(ix.clone()));
-        Ok(ix)
+        Index::read(src, m).map(Arc::new)
     }
 }
 
@@ -316,17 +311,25 @@ mod tests {
         }
     }
 
-    /// `wide` of the fixtures: 65536 uint32, 2 shards of 8 inner chunks of
-    /// 16 KiB, the index (8 entries and a crc32c) at the end.
-    #[test]
-    fn a_small_read_reads_the_index_once_then_only_its_inner_chunk() {
+    /// Array `name` of the fixtures' `sharded.zarr`: its directory, and a
+    /// store over it that counts reads.
+    fn counted(name: &str) -> (PathBuf, Arc<Counted>) {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr/wide");
+            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr")
+            .join(name);
         let store = Arc::new(Counted {
             dir: DirStore::new(&dir),
             reads: Arc::default(),
             bytes: Arc::default(),
         });
+        (dir, store)
+    }
+
+    /// `wide` of the fixtures: 65536 uint32, 2 shards of 8 inner chunks of
+    /// 16 KiB, the index (8 entries and a crc32c) at the end.
+    #[test]
+    fn a_small_read_reads_the_index_once_then_only_its_inner_chunk() {
+        let (dir, store) = counted("wide");
         let a = ZarrArray::open(store.clone()).unwrap();
         let (reads, bytes) = (store.reads.clone(), store.bytes.clone());
         let shard = std::fs::read(dir.join("c/1")).unwrap();
@@ -357,13 +360,7 @@ mod tests {
     /// the start) of shards of 4x4 (index at the end) of 2x2 chunks.
     #[test]
     fn a_read_in_a_nested_shard_reads_each_level_s_index_once() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/zarr/z3-3.1.6/stores/sharded.zarr/nested");
-        let store = Arc::new(Counted {
-            dir: DirStore::new(&dir),
-            reads: Arc::default(),
-            bytes: Arc::default(),
-        });
+        let (_, store) = counted("nested");
         let a = ZarrArray::open(store.clone()).unwrap();
         let reads = || store.reads.load(Ordering::Relaxed);
         let mut buf = [0u8; 2];
