@@ -127,34 +127,28 @@ fn parse_level<'a>(conf: &'a Value, shard: &[u64], level: usize) -> Result<Shard
         Some("start") => true,
         Some(other) => return Err(Error::corrupt(format!("index_location {other:?}"))),
     };
-    let meta = ShardMeta {
-        shape: shard.to_vec(),
-        per,
-        index_at_start,
-        index_big,
-        index_crc,
-        inner: None,
-    };
-    let n = product(&meta.per, 16).unwrap_or(u64::MAX);
+    let n = product(&per, 16).unwrap_or(u64::MAX);
     if n > MAX_INDEX_BYTES {
         return Err(Error::unsupported(format!(
             "a shard index of more than {MAX_INDEX_BYTES} bytes"
         )));
     }
-    Ok(match nested {
-        Some(n) => Sharding {
-            meta: ShardMeta {
-                inner: Some(Box::new(n.meta)),
-                ..meta
-            },
-            inner: n.inner,
-            codecs: n.codecs,
+    // The grid and codecs of the innermost level.
+    let (nested, inner, codecs) = match nested {
+        Some(n) => (Some(Box::new(n.meta)), n.inner, n.codecs),
+        None => (None, inner, codecs.as_slice()),
+    };
+    Ok(Sharding {
+        meta: ShardMeta {
+            shape: shard.to_vec(),
+            per,
+            index_at_start,
+            index_big,
+            index_crc,
+            inner: nested,
         },
-        None => Sharding {
-            meta,
-            inner,
-            codecs,
-        },
+        inner,
+        codecs,
     })
 }
 
