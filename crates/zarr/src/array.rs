@@ -205,10 +205,16 @@ impl Inner {
         how: Fetch,
     ) -> Result<()> {
         let copied = chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))?;
-        // A reader that reads on is done with a Blosc block once it has
-        // its last bytes: its buffer is the next one decoded into.
-        if let (Chunk::Blocks(c), Fetch::Whole) = (chunk, how) {
-            c.done_with(at + dst.len() as u64);
+        // A reader that reads on is done with a Blosc block, or a chunk
+        // decoded whole, once it has its last bytes: its buffer is the
+        // next one decoded into.
+        let end = at + dst.len() as u64;
+        match (chunk, how) {
+            (Chunk::Blocks(c), Fetch::Whole) => c.done_with(end),
+            (Chunk::Whole(_), Fetch::Whole) if end == self.last_byte(pos) => {
+                self.chunks.done(self.id(pos));
+            }
+            _ => {}
         }
         if !copied {
             let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
@@ -217,6 +223,17 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// Where the values of the chunk at grid position `pos` that the array
+    /// shows end in it (an edge chunk's are cut to the array's shape): the
+    /// end of the last run a C-order reader copies from it.
+    fn last_byte(&self, pos: &[u64]) -> u64 {
+        let m = &self.meta;
+        let last: Vec<u64> = (pos.iter().zip(&m.chunks).zip(&m.shape))
+            .map(|((p, c), n)| (n - p * c).min(*c) - 1)
+            .collect();
+        (linear(&last, &m.chunks) + 1) * m.dtype.size
     }
 
     /// How messages name the chunk at grid position `pos`: its key (for a

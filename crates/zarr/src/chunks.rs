@@ -12,9 +12,9 @@
 //! dropped.
 
 use crate::array::Fetch;
-use crate::codec::decode_chunk;
+use crate::codec::{self, decode_chunk};
 use crate::meta::{ArrayMeta, Codec};
-use crate::store::read_bounded;
+use crate::store::{read_bounded, with_bounded};
 use crate::{Error, Result};
 use blosc_decode::cache::{Block, BlockBuf, BlockKey, Stats};
 use blosc_decode::container::{new_cache_id, Container, Env};
@@ -162,6 +162,13 @@ impl Chunks {
         (self.id, id, 0)
     }
 
+    /// A reader that reads on has had the last bytes of chunk `id` (decoded
+    /// whole): it is the first evicted, and its buffer the next one a
+    /// chunk is decoded into.
+    pub(crate) fn done(&self, id: u64) {
+        self.env.cache.done(&self.key(id));
+    }
+
     /// The chunk numbered `id` (its linear grid position), if it is known.
     pub(crate) fn known(&self, id: u64) -> Option<Chunk> {
         if self.missing.lock().get(&id).is_some() {
@@ -285,11 +292,31 @@ impl Chunks {
         }
         let stored = meta.stored_bytes();
         let max = stored.saturating_mul(2).saturating_add(1 << 16);
-        let raw = read_bounded(src.as_ref(), max, key)?;
-        Stats::add(&self.env.stats.source_bytes_read, raw.len() as u64);
-        self.decodes.fetch_add(1, Ordering::Relaxed);
-        let v = decode_chunk(meta, raw)?;
-        Ok(Chunk::Whole(Arc::new(BlockBuf::from(v))))
+        let read = |n: usize| {
+            Stats::add(&self.env.stats.source_bytes_read, n as u64);
+            self.decodes.fetch_add(1, Ordering::Relaxed);
+        };
+        if !codec::direct(meta) {
+            let raw = read_bounded(src.as_ref(), max, key)?;
+            read(raw.len());
+            return Ok(Chunk::Whole(Arc::new(BlockBuf::from(decode_chunk(
+                meta, raw,
+            )?))));
+        }
+        // Into a buffer the cache gives back (a spare, or a chunk a reader
+        // is done with): its pages are mapped, where a new one costs the
+        // decoder a page fault per 4 KiB.
+        let (mut out, _) = self.env.cache.buffer(stored as usize);
+        match with_bounded(src.as_ref(), max, key, |raw| {
+            read(raw.len());
+            codec::decode_direct(meta, raw, &mut out)
+        }) {
+            Ok(()) => Ok(Chunk::Whole(Arc::new(out))),
+            Err(e) => {
+                self.env.cache.put_spare(out);
+                Err(e)
+            }
+        }
     }
 
     /// Chunk `id`, a Blosc chunk, opened for reads by block: its header

@@ -127,10 +127,12 @@ fn whole_chunks_go_through_the_shared_cache() {
     assert_eq!(a.decodes(), 3);
     assert_eq!(env.cache.bytes(), 3 * 4 * 4 * 8);
     assert!(env.stats.cache_hits.load(Ordering::Relaxed) > 0);
-    // Another array on the same Env shares its budget: its own chunks.
+    // Another array on the same Env shares its budget: its own chunks,
+    // decoded into the buffers of `a`'s (its second read followed its
+    // first: `a` read on, and is done with them).
     let b = open(&dir, &env);
     check(&b, &want, 0, want.len());
-    assert_eq!((b.decodes(), env.cache.bytes()), (3, 2 * 3 * 4 * 4 * 8));
+    assert_eq!((b.decodes(), env.cache.bytes()), (3, 3 * 4 * 4 * 8));
     // Two chunks fit a budget of 300 bytes (one is at most half of it).
     let small = Env::new(300);
     let c = open(&dir, &small);
@@ -143,6 +145,33 @@ fn whole_chunks_go_through_the_shared_cache() {
     assert_eq!(whole.decodes(), 3);
     drop((a, b));
     assert_eq!(env.cache.bytes(), 0, "dropped arrays leave the cache");
+}
+
+/// A reader that reads on is done with a chunk decoded whole once it has
+/// its last values, and the next chunk is decoded into its buffer (mapped
+/// already, where a new one costs a page fault per 4 KiB): `zstd.zarr`
+/// read 8 bytes at a time keeps 2 of its 3 chunks in the cache, not 3.
+/// Read at random, every chunk stays.
+#[test]
+fn a_reader_that_reads_on_decodes_into_the_buffers_of_chunks_it_is_done_with() {
+    let dir = writer("z3-3.1.6").join("stores/zstd.zarr");
+    let want = expected("z3-3.1.6", "zstd.zarr");
+    let chunk = 4 * 4 * 8;
+    let env = Env::new(64 << 20);
+    let a = open(&dir, &env);
+    for off in (0..want.len() as u64).step_by(8) {
+        check(&a, &want, off, 8);
+    }
+    assert_eq!((a.decodes(), env.cache.bytes()), (3, 2 * chunk));
+
+    let env = Env::new(64 << 20);
+    let a = open(&dir, &env);
+    let h = a.npy_header().len() as u64;
+    // Chunks 0/0, 2/0 and 0/1 (to its last values), each after a jump.
+    for off in [h, h + 8 * 64, h + 3 * 64 + 40] {
+        check(&a, &want, off, 24);
+    }
+    assert_eq!((a.decodes(), env.cache.bytes()), (3, 3 * chunk));
 }
 
 /// A corrupt Blosc block of a chunk: the reads that touch it fail (EIO,
