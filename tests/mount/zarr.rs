@@ -140,3 +140,45 @@ fn handles_open_at_once_on_a_zarr_npy_fetch_each_chunk_once() {
     drop(files);
     m.unmount_without_panic(&log);
 }
+
+/// A read of a `.npy` whose runs sit in chunks decoded whole is answered
+/// from the chunks as they are (one `writev` of their pieces, no copy into
+/// the reply buffer: `crates/zarr/tests/pieces.rs`): an array zarr-python
+/// wrote (zstd, 4 KiB runs, edge chunks) reads through the mount, by 1 MiB
+/// requests and in windows, as zarr-python reads it.
+#[test]
+fn a_zarr_npy_answered_from_its_chunks_reads_as_zarr_python() {
+    if !fuse_available() {
+        return;
+    }
+    use std::os::unix::fs::FileExt;
+    let py = python().expect("python with numpy and zarr (scripts/setup.sh)");
+    let m = Mount::prepare();
+    let (store, want) = (m.src().join("wide.zarr"), m.src().join("../wide.npy"));
+    let script = "import sys, numpy as np, zarr
+a = zarr.create_array(sys.argv[1], shape=(96, 3000), chunks=(16, 1024), dtype='uint32')
+a[...] = (np.arange(96 * 3000, dtype=np.uint64) * 2654435761 >> 7).astype('uint32').reshape(96, 3000)
+np.save(sys.argv[2], zarr.open_array(sys.argv[1], mode='r')[...])";
+    let ok = Command::new(&py)
+        .args(["-c", script])
+        .arg(&store)
+        .arg(&want)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "zarr-python writes the array");
+    let want = std::fs::read(&want).unwrap();
+    let (mut m, log) = m.mount_logged(&[]);
+    let f = std::fs::File::open(m.mp().join("wide.npy")).unwrap();
+    let mut all = vec![0u8; want.len()];
+    for (i, part) in all.chunks_mut(1 << 20).enumerate() {
+        f.read_exact_at(part, (i << 20) as u64).unwrap();
+    }
+    assert!(all == want, "the whole .npy");
+    for (off, n) in [(100, 70_000), (500_000, 300_000), (want.len() - 9000, 9000)] {
+        let mut buf = vec![0u8; n];
+        f.read_exact_at(&mut buf, off as u64).unwrap();
+        assert!(buf == want[off..off + n], "{n} bytes at {off}");
+    }
+    drop(f);
+    m.unmount_without_panic(&log);
+}

@@ -57,6 +57,28 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
     assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
 }
 
+/// `cached_raw` gives the cached block holding a range, and where the range
+/// is in it: only once the block is decoded, and only for a range inside
+/// one block.
+#[test]
+fn a_range_of_a_cached_block_is_found_in_it() {
+    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
+    let off = 1_500_000; // chunk 1, block 7 (64 KiB blocks)
+    assert!(c.cached_raw(off, 4096).is_none(), "not decoded yet");
+    let mut buf = vec![0u8; 4096];
+    c.read_at(off, &mut buf).unwrap();
+    let (b, r) = c.cached_raw(off + 100, 4096).unwrap();
+    assert_eq!(b[r], whole[off as usize + 100..off as usize + 4196]);
+    let block_end = (off / 65_536 + 1) * 65_536;
+    assert!(
+        c.cached_raw(block_end - 10, 20).is_none(),
+        "across two blocks"
+    );
+    assert!(c.cached_raw(block_end, 10).is_none(), "the next block");
+    assert!(c.cached_raw(c.len(), 10).is_none(), "past the end");
+    assert_eq!(decoded(&env), 1);
+}
+
 /// As the FUSE adapter reads (with a `Deferred`): a 4 KiB read of a
 /// shuffled block gets its bytes before the rest of the block is unshuffled
 /// and cached, which happens when the deferred work runs (after the reply).
