@@ -102,7 +102,7 @@ pub(crate) fn read(
                 let cached = share.then(|| chunk.shared(p.at, p.len)).flatten();
                 match (cached, shared.as_deref_mut()) {
                     (Some((blk, r)), Some(s)) => {
-                        a.copied(&chunk, &t.pos, p.at + p.len as u64, how);
+                        a.copied(&chunk, &t.pos, p.at..p.at + p.len as u64, how);
                         s.push((p.out, blk, r));
                     }
                     _ => a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len], how)?,

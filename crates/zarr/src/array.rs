@@ -13,6 +13,7 @@ use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
 use blosc_decode::cache::Piece;
 use blosc_decode::container::Env;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -212,13 +213,15 @@ fn pieces(start: usize, end: usize, mut shared: crate::ahead::Shared) -> Vec<Pie
     out
 }
 
-/// The bytes from a C-order offset that one chunk holds contiguously.
+/// The bytes from a C-order offset that one chunk holds contiguously (in
+/// the array's order and in its own).
 pub(crate) struct Run {
     /// The chunk's grid position.
     pub(crate) pos: Vec<u64>,
     /// Where they start in the chunk's values.
     pub(crate) at: u64,
-    /// How many (up to the end of the chunk's row, or of the request).
+    /// How many (up to the end of the chunk's row, or of its rows when it
+    /// spans whole rows; at most to the end of the request).
     pub(crate) len: u64,
 }
 
@@ -237,9 +240,25 @@ impl Inner {
         }
         let pos: Vec<u64> = idx.iter().zip(&m.chunks).map(|(i, c)| i / c).collect();
         let inner: Vec<u64> = idx.iter().zip(&m.chunks).map(|(i, c)| i % c).collect();
+        // Across the trailing dimensions a chunk spans exactly (a chunk of
+        // whole rows, or of whole planes), its C order is the array's: the
+        // run of a chunk decoded whole goes on to the end of its extent in
+        // the dimension before. (A chunk read by Blosc block keeps runs of
+        // a row: a run over whole blocks is decoded into the reader's
+        // buffer, not the cache, and a job decoding ahead would decode
+        // them again.)
+        let mut j = nd.saturating_sub(1);
+        while j > 0 && m.chunks[j] == m.shape[j] && !self.chunks.by_block() {
+            j -= 1;
+        }
         let run = match nd {
             0 => 1,
-            _ => (m.chunks[nd - 1] - inner[nd - 1]).min(m.shape[nd - 1] - idx[nd - 1]),
+            _ => {
+                let (tail, shape) = (&idx[j + 1..], &m.shape[j + 1..]);
+                let across: u64 = shape.iter().product();
+                let lines = (m.chunks[j] - inner[j]).min(m.shape[j] - idx[j]);
+                lines * across - linear(tail, shape)
+            }
         };
         Run {
             pos,
@@ -258,7 +277,7 @@ impl Inner {
         how: Fetch,
     ) -> Result<()> {
         let copied = chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))?;
-        self.copied(chunk, pos, at + dst.len() as u64, how);
+        self.copied(chunk, pos, at..at + dst.len() as u64, how);
         if !copied {
             let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
             for (i, x) in dst.iter_mut().enumerate() {
@@ -268,13 +287,14 @@ impl Inner {
         Ok(())
     }
 
-    /// A reader has had the values of `chunk` (at grid position `pos`) up
-    /// to `end`. One that reads on is done with a Blosc block, or a chunk
+    /// A reader has had the values `run` of `chunk` (at grid position
+    /// `pos`). One that reads on is done with a Blosc block, or a chunk
     /// decoded whole, once it has its last bytes: its buffer is the next
     /// one decoded into.
-    pub(crate) fn copied(&self, chunk: &Chunk, pos: &[u64], end: u64, how: Fetch) {
+    pub(crate) fn copied(&self, chunk: &Chunk, pos: &[u64], run: Range<u64>, how: Fetch) {
+        let (start, end) = (run.start, run.end);
         match (chunk, how) {
-            (Chunk::Blocks(c), Fetch::Whole) => c.done_with(end),
+            (Chunk::Blocks(c), Fetch::Whole) => c.done_with(start, end),
             (Chunk::Whole(_), Fetch::Whole) if end == self.last_byte(pos) => {
                 self.chunks.done(self.id(pos));
             }
@@ -386,6 +406,44 @@ mod tests {
         fn open(&self, _key: &str, _first: First) -> Result<Option<Arc<dyn Source>>> {
             Ok(None)
         }
+    }
+
+    /// A run goes on across the trailing dimensions a chunk spans exactly,
+    /// to the end of the chunk's extent in the dimension before (cut at
+    /// the array's edge); elsewhere it ends with the chunk's row.
+    #[test]
+    fn a_run_spans_the_whole_rows_and_planes_of_a_chunk() {
+        let array = |chunks: &str| {
+            let doc = format!(
+                r#"{{"zarr_format": 2, "shape": [5, 4, 6], "chunks": {chunks},
+                "dtype": "|u1", "order": "C", "fill_value": 0, "filters": null,
+                "compressor": null}}"#
+            );
+            ZarrArray::new(
+                ArrayMeta::parse(doc.as_bytes(), true).unwrap(),
+                Arc::new(Empty),
+            )
+        };
+        let el = |i: u64, j: u64, k: u64| (i * 4 + j) * 6 + k;
+        // (chunks, element, run length, where in its chunk)
+        let cases = [
+            ("[2, 4, 6]", el(0, 0, 0), 48, 0),
+            ("[2, 4, 6]", el(1, 2, 3), 9, el(1, 2, 3)),
+            ("[3, 4, 6]", el(3, 0, 0), 48, 0),
+            ("[2, 2, 6]", el(0, 1, 0), 6, 6),
+            ("[2, 2, 6]", el(0, 2, 2), 10, 2),
+            ("[2, 4, 4]", el(0, 0, 1), 3, 1),
+            ("[2, 4, 4]", el(0, 0, 4), 2, 0),
+        ];
+        for (chunks, e, len, at) in cases {
+            let r = array(chunks).a.run_at(e, 1000);
+            assert_eq!((r.len, r.at), (len, at), "chunks {chunks}, element {e}");
+        }
+        assert_eq!(
+            array("[2, 4, 6]").a.run_at(5, 20).len,
+            15,
+            "cut at the read's end"
+        );
     }
 
     #[test]

@@ -257,11 +257,12 @@ impl Container {
         (end, offset.abs_diff(prev))
     }
 
-    /// A reader that reads on has copied out the raw content up to `end`
-    /// (exclusive): if `end` ends a block, the reader is done with it, and
-    /// the block goes first when the cache wants room or a buffer to
-    /// decode into ([`crate::cache::BlockCache::done`]).
-    pub fn done_with(&self, end: u64) {
+    /// A reader that reads on has copied out the raw content from `start`
+    /// to `end` (exclusive): it is done with each block of `end`'s chunk
+    /// that ends in `start + 1..=end`, and those blocks go first when the
+    /// cache wants room or a buffer to decode into
+    /// ([`crate::cache::BlockCache::done`]).
+    pub fn done_with(&self, start: u64, end: u64) {
         let t = &self.index.chunks;
         let Some(last) = end.checked_sub(1).filter(|_| !t.is_empty()) else {
             return;
@@ -273,10 +274,13 @@ impl Container {
         let Some(a) = end.checked_sub(e.uoff) else {
             return;
         };
-        let i = l.block_at(a - 1);
-        if l.block_start(i) + u64::from(l.block_len(i)) == a {
+        // From the block `start` is in (or the chunk's first), while they
+        // end by `end`.
+        let mut i = l.block_at(start.saturating_sub(e.uoff).min(a - 1));
+        while i < l.nblocks() && l.block_start(i) + u64::from(l.block_len(i)) <= a {
             let key = (self.id, self.key_chunk.wrapping_add(ci as u64), i);
             self.env.cache.done(&key);
+            i += 1;
         }
     }
 

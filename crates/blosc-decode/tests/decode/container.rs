@@ -79,6 +79,29 @@ fn a_range_of_a_cached_block_is_found_in_it() {
     assert_eq!(decoded(&env), 1);
 }
 
+/// A reader that reads on and has had a range is done with every block
+/// that ends in it: their buffers are the next ones decoded into (taken
+/// out of the cache), the block the range ends inside is not.
+#[test]
+fn a_range_read_on_is_done_with_each_block_it_ends() {
+    let (env, c, _) = open_one("frame/blocks-lz4.b2frame");
+    let bs = 65_536u64;
+    let base = 1_048_576 + 2 * bs; // chunk 1, block 2
+                                   // A part of each of blocks 1 to 6 of chunk 1: each cached whole.
+    for i in 1..=6 {
+        c.read_at(base + (i - 2) * bs + 100, &mut [0u8; 100])
+            .unwrap();
+    }
+    let six = 6 * bs as usize;
+    assert_eq!(env.cache.bytes() as usize, six);
+    c.done_with(base + 10, base + 4 * bs);
+    for taken in 1..=5 {
+        let _ = env.cache.buffer(bs as usize);
+        let left = six - taken.min(4) * bs as usize;
+        assert_eq!(env.cache.bytes() as usize, left, "buffer {taken}");
+    }
+}
+
 /// As the FUSE adapter reads (with a `Deferred`): a 4 KiB read of a
 /// shuffled block gets its bytes before the rest of the block is unshuffled
 /// and cached, which happens when the deferred work runs (after the reply).
