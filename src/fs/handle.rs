@@ -185,17 +185,6 @@ impl PlainHandle {
             return stale(fs, path, len);
         }
         set_len(buf, size as usize);
-        if let Some(read) = f.read_pieces(buf, offset) {
-            let (done, pieces) = read?;
-            if paged && (done as u64) < (size as u64).min(len.saturating_sub(offset)) {
-                return stale(fs, path, offset + done as u64);
-            }
-            buf.truncate(done);
-            return Ok(match pieces.as_slice() {
-                [] | [Piece::Buf(_)] => Filled::Buf,
-                _ => Filled::Pieces(pieces),
-            });
-        }
         let mut done = 0;
         while done < buf.len() {
             match f.read_at(&mut buf[done..], offset + done as u64) {

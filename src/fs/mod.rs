@@ -13,7 +13,7 @@
 pub use crate::config::FsOptions;
 use crate::local::Caller;
 use crate::names;
-use blosc_decode::cache::{Piece, Stats};
+use blosc_decode::cache::Stats;
 use blosc_decode::container::{Container, Env, View};
 use blosc_decode::detect::{self, Probe};
 use blosc_decode::io::{self, Stamp};
@@ -154,28 +154,6 @@ pub enum Filled {
     /// These bytes of a span decoded ahead: the buffer was not touched;
     /// answer from the span, then give it back with [`Fs::recycle`].
     Shared(blosc_decode::cache::Block, std::ops::Range<usize>),
-    /// The bytes read are these pieces, in order: of the buffer (the rest
-    /// of its bytes are garbage), or of cached blocks, answered from where
-    /// they are ([`assemble`] puts them together in the buffer).
-    Pieces(Vec<Piece>),
-}
-
-/// Copy the block pieces of an answer into `buf`, at their places, so that
-/// `buf` holds all of it.
-pub fn assemble(buf: &mut Vec<u8>, pieces: &[Piece]) {
-    let mut at = 0;
-    for p in pieces {
-        match p {
-            Piece::Buf(r) => at = r.end,
-            Piece::Block(b, r) => {
-                let end = at + r.len();
-                set_len(buf, buf.len().max(end));
-                buf[at..end].copy_from_slice(&b[r.clone()]);
-                at = end;
-            }
-        }
-    }
-    buf.truncate(at);
 }
 
 /// Answers are equal when they are the same bytes of the same buffer.
@@ -185,14 +163,6 @@ impl PartialEq for Filled {
             (Filled::Buf, Filled::Buf) => true,
             (Filled::Zeros(a), Filled::Zeros(b)) => a == b,
             (Filled::Shared(a, r), Filled::Shared(b, s)) => Arc::ptr_eq(a, b) && r == s,
-            (Filled::Pieces(a), Filled::Pieces(b)) => {
-                let same = |x: &Piece, y: &Piece| match (x, y) {
-                    (Piece::Buf(r), Piece::Buf(s)) => r == s,
-                    (Piece::Block(a, r), Piece::Block(b, s)) => Arc::ptr_eq(a, b) && r == s,
-                    _ => false,
-                };
-                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
-            }
             _ => false,
         }
     }

@@ -55,7 +55,6 @@ impl Fs {
                 v = b[r].to_vec();
                 self.recycle(b);
             }
-            Filled::Pieces(p) => assemble(&mut v, &p),
         }
         Ok(v)
     }

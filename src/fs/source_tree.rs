@@ -138,17 +138,6 @@ pub trait RawFile: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize>;
     /// `lseek(2)` (`SEEK_DATA` and `SEEK_HOLE` included).
     fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error>;
-    /// A file that can answer a read with pieces of cached blocks besides
-    /// `buf`'s bytes: the bytes read from `offset` (fewer at its end) and
-    /// the pieces that make them up, in order. `None`: read with `read_at`.
-    fn read_pieces(
-        &self,
-        buf: &mut [u8],
-        offset: u64,
-    ) -> Option<std::io::Result<(usize, Vec<blosc_decode::cache::Piece>)>> {
-        let _ = (buf, offset);
-        None
-    }
 }
 
 impl RawFile for File {

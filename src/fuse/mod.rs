@@ -6,10 +6,9 @@ mod session;
 
 pub use session::{connected, max_background, OwnMount, Session};
 
-use crate::fs::{self, assemble, Attr, Filled, Fs, Kind, ZEROS};
+use crate::fs::{self, Attr, Filled, Fs, Kind, ZEROS};
 use crate::interrupts::{Answer, InFlight, Outcome};
 use crate::local::Caller;
-use blosc_decode::cache::Piece;
 use blosc_decode::Deferred;
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -18,7 +17,6 @@ use fuser::{
     ReplyXattr, Request, RequestId,
 };
 use std::ffi::OsStr;
-use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,10 +26,6 @@ pub const LOG_TARGET: &str = "fuser";
 /// Attributes and entries may be cached by the kernel this long; changed
 /// sources are noticed on the next lookup/open after that.
 const TTL: Duration = Duration::from_secs(1);
-
-/// An answer in more pieces than this is put together in the reply buffer
-/// first: one `writev` takes at most 1024 (`UIO_MAXIOV`), the header one.
-const MAX_IOVECS: usize = 1000;
 
 pub struct BloscFuse {
     pub fs: Arc<Fs>,
@@ -311,19 +305,6 @@ impl Filesystem for BloscFuse {
                 Ok(Filled::Shared(span, r)) => {
                     reply.data(&span[r]);
                     self.fs.recycle(span);
-                }
-                Ok(Filled::Pieces(p)) if p.len() < MAX_IOVECS => {
-                    let parts: Vec<IoSlice> = (p.iter())
-                        .map(|x| match x {
-                            Piece::Buf(r) => IoSlice::new(&b[r.clone()]),
-                            Piece::Block(k, r) => IoSlice::new(&k[r.clone()]),
-                        })
-                        .collect();
-                    reply.data_vectored(&parts);
-                }
-                Ok(Filled::Pieces(p)) => {
-                    assemble(b, &p);
-                    reply.data(b);
                 }
                 Err(e) => reply.error(err(e)),
             }

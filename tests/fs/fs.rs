@@ -416,7 +416,6 @@ fn reads_of_holes_are_zeros_without_a_buffer() {
                 assert_eq!(&buf[..], want, "{off}+{len}");
             }
             Filled::Shared(..) => panic!("{off}+{len}: a small file has no spans"),
-            Filled::Pieces(_) => panic!("{off}+{len}: a container is not read in pieces"),
         }
         assert_eq!(fs.read(fh, off, len).unwrap(), want, "{off}+{len}");
     }

@@ -32,9 +32,7 @@ use crate::chunks::{whole, Chunk};
 use crate::Result;
 use blosc_decode::ahead::policy::DecodeAhead;
 use blosc_decode::ahead::JobKind;
-use blosc_decode::cache::Block;
 use std::collections::HashMap;
-use std::ops::Range;
 use std::sync::Arc;
 
 /// Runs listed and served together, at most (bounds the list at 384 KiB
@@ -60,38 +58,15 @@ struct Piece {
     out: usize,
 }
 
-/// Runs of a read's answer taken from cached blocks instead of copied:
-/// (where the run goes in the read, the block, the run's bytes in it).
-pub(crate) type Shared = Vec<(usize, Block, Range<usize>)>;
-
-/// Most runs a read answers from cached blocks (the answer is written with
-/// one `iovec` per run and one per gap between them: at most 514 of the
-/// 1024 a `writev` takes).
-const MAX_SHARED: usize = 256;
-
-/// Runs shorter than this (on average) are copied: each shared run costs
-/// the answer an `iovec`.
-const MIN_SHARED: usize = 2048;
-
 /// Fill `out` with the C-order values' bytes from `off` (all inside the
-/// array). With `shared`, runs whose bytes sit in a cached block (a chunk
-/// decoded whole, a Blosc block decoded) are listed there instead of
-/// copied, as long as they are few and long enough; `out` holds the rest.
-pub(crate) fn read(
-    a: &Arc<Inner>,
-    off: u64,
-    out: &mut [u8],
-    mut shared: Option<&mut Shared>,
-) -> Result<()> {
+/// array).
+pub(crate) fn read(a: &Arc<Inner>, off: u64, out: &mut [u8]) -> Result<()> {
     let end = off + out.len() as u64;
     let how = a.note_read(off, out.len() as u64);
     let mut b = off;
     while b < end {
         let (touched, mut pieces, next) = list(a, off, b, end);
         queue(a, &touched, 1, how);
-        let share = shared.as_ref().is_some_and(|s| {
-            s.len() + pieces.len() <= MAX_SHARED && (next - b) as usize >= pieces.len() * MIN_SHARED
-        });
         // Chunk 0 first, then the others from the last back.
         let rank = |k: usize| if k == 0 { 0 } else { touched.len() - k };
         pieces.sort_by_key(|p| rank(p.k));
@@ -99,14 +74,7 @@ pub(crate) fn read(
             let t = &touched[group[0].k];
             let chunk = a.chunk(&t.pos, how)?;
             for p in group {
-                let cached = share.then(|| chunk.shared(p.at, p.len)).flatten();
-                match (cached, shared.as_deref_mut()) {
-                    (Some((blk, r)), Some(s)) => {
-                        a.copied(&chunk, &t.pos, p.at..p.at + p.len as u64, how);
-                        s.push((p.out, blk, r));
-                    }
-                    _ => a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len], how)?,
-                }
+                a.copy(&chunk, &t.pos, p.at, &mut out[p.out..p.out + p.len], how)?;
             }
         }
         b = next;

@@ -11,9 +11,7 @@ use crate::meta::{ArrayMeta, MAX_META_BYTES};
 use crate::shard::Shards;
 use crate::store::ChunkStore;
 use crate::{Error, Result, ZARRAY, ZARR_JSON};
-use blosc_decode::cache::Piece;
 use blosc_decode::container::Env;
-use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -156,61 +154,9 @@ impl ZarrArray {
             return Ok(0);
         }
         let n = (total - off).min(buf.len() as u64);
-        crate::ahead::read(&self.a, off, &mut buf[..n as usize], None)?;
+        crate::ahead::read(&self.a, off, &mut buf[..n as usize])?;
         Ok(n as usize)
     }
-
-    /// [`ZarrArray::read_npy_at`], the answer in pieces: the bytes read,
-    /// and the pieces that make them up in order, some of `buf`, some of
-    /// cached blocks (runs of a chunk decoded whole or of a decoded Blosc
-    /// block, answered without a copy). `buf`'s bytes outside its pieces
-    /// are garbage.
-    pub fn read_npy_pieces(&self, off: u64, buf: &mut [u8]) -> Result<(usize, Vec<Piece>)> {
-        let header = &self.a.header;
-        let h = header.len() as u64;
-        let mut done = 0;
-        if off < h {
-            let n = ((h - off) as usize).min(buf.len());
-            buf[..n].copy_from_slice(&header[off as usize..off as usize + n]);
-            done = n;
-        }
-        let at = off.max(h) - h;
-        let n = (self.a.meta.data_bytes().saturating_sub(at)).min((buf.len() - done) as u64);
-        let mut shared = Vec::new();
-        if n > 0 {
-            let out = &mut buf[done..done + n as usize];
-            crate::ahead::read(&self.a, at, out, Some(&mut shared))?;
-        }
-        let end = done + n as usize;
-        Ok((end, pieces(done, end, shared)))
-    }
-}
-
-/// The pieces of an answer of `..end` whose bytes from `start` are the
-/// runs `shared` lists (at their places from `start`) and `buf` the rest;
-/// runs that follow each other in one block are one piece.
-fn pieces(start: usize, end: usize, mut shared: crate::ahead::Shared) -> Vec<Piece> {
-    shared.sort_by_key(|s| s.0);
-    let mut out = Vec::with_capacity(2 * shared.len() + 1);
-    let mut at = 0;
-    for (o, b, r) in shared {
-        let o = start + o;
-        if o > at {
-            out.push(Piece::Buf(at..o));
-        } else if let Some(Piece::Block(pb, pr)) = out.last_mut() {
-            if Arc::ptr_eq(pb, &b) && pr.end == r.start {
-                pr.end = r.end;
-                at = o + r.len();
-                continue;
-            }
-        }
-        at = o + r.len();
-        out.push(Piece::Block(b, r));
-    }
-    if end > at {
-        out.push(Piece::Buf(at..end));
-    }
-    out
 }
 
 /// The bytes from a C-order offset that one chunk holds contiguously (in
@@ -277,7 +223,17 @@ impl Inner {
         how: Fetch,
     ) -> Result<()> {
         let copied = chunk.copy(at, dst).map_err(|e| in_key(e, &self.key(pos)))?;
-        self.copied(chunk, pos, at..at + dst.len() as u64, how);
+        // A reader that reads on is done with a Blosc block, or a chunk
+        // decoded whole, once it has its last bytes: its buffer is the
+        // next one decoded into.
+        let end = at + dst.len() as u64;
+        match (chunk, how) {
+            (Chunk::Blocks(c), Fetch::Whole) => c.done_with(at, end),
+            (Chunk::Whole(_), Fetch::Whole) if end == self.last_byte(pos) => {
+                self.chunks.done(self.id(pos));
+            }
+            _ => {}
+        }
         if !copied {
             let (s, fill) = (self.meta.dtype.size, &self.meta.fill);
             for (i, x) in dst.iter_mut().enumerate() {
@@ -285,21 +241,6 @@ impl Inner {
             }
         }
         Ok(())
-    }
-
-    /// A reader has had the values `run` of `chunk` (at grid position
-    /// `pos`). One that reads on is done with a Blosc block, or a chunk
-    /// decoded whole, once it has its last bytes: its buffer is the next
-    /// one decoded into.
-    pub(crate) fn copied(&self, chunk: &Chunk, pos: &[u64], run: Range<u64>, how: Fetch) {
-        let (start, end) = (run.start, run.end);
-        match (chunk, how) {
-            (Chunk::Blocks(c), Fetch::Whole) => c.done_with(start, end),
-            (Chunk::Whole(_), Fetch::Whole) if end == self.last_byte(pos) => {
-                self.chunks.done(self.id(pos));
-            }
-            _ => {}
-        }
     }
 
     /// Where the values of the chunk at grid position `pos` that the array

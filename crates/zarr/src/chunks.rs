@@ -77,24 +77,6 @@ impl Chunk {
     }
 }
 
-impl Chunk {
-    /// The cached block holding the chunk's `len` values at `at`, and where
-    /// they are in it: all of a chunk decoded whole, a Blosc block already
-    /// decoded. `None` when they must be copied (a block not decoded, a
-    /// chunk never written).
-    pub(crate) fn shared(&self, at: u64, len: usize) -> Option<(Block, std::ops::Range<usize>)> {
-        match self {
-            Chunk::Whole(b) => {
-                let lo = usize::try_from(at).ok()?;
-                let r = lo..lo.checked_add(len)?;
-                (r.end <= b.len()).then(|| (b.clone(), r))
-            }
-            Chunk::Blocks(c) => c.cached_raw(at, len),
-            Chunk::Missing => None,
-        }
-    }
-}
-
 impl Drop for Chunks {
     /// The array's chunks and blocks leave the shared cache with it.
     fn drop(&mut self) {

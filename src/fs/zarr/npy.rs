@@ -7,7 +7,6 @@
 
 use super::super::source_tree::{lseek_whole, EntryKind, Meta, RawFile, SourceTree};
 use crate::fs::Error;
-use blosc_decode::cache::Piece;
 use blosc_decode::io::{First, Source, Stamp};
 use bloscfs_zarr::meta::MAX_META_BYTES;
 use bloscfs_zarr::store::read_bounded;
@@ -160,42 +159,23 @@ pub(super) struct NpyFile {
     pub(super) logged: Logged,
 }
 
-impl NpyFile {
-    /// A read's error as an I/O error, logged once per message.
-    fn failed(&self, e: bloscfs_zarr::Error) -> std::io::Error {
-        let line = format!("{}: {e}", self.path.display());
-        let mut logged = self.logged.lock();
-        if logged.len() >= MAX_KEPT {
-            logged.clear();
-        }
-        if logged.insert(line.clone()) {
-            log::warn!("{line}");
-        }
-        std::io::Error::from_raw_os_error(e.errno())
-    }
-}
-
 impl RawFile for NpyFile {
     fn meta(&self) -> std::io::Result<Meta> {
         Ok(self.meta.clone())
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        self.array
-            .read_npy_at(offset, buf)
-            .map_err(|e| self.failed(e))
-    }
-
-    fn read_pieces(
-        &self,
-        buf: &mut [u8],
-        offset: u64,
-    ) -> Option<std::io::Result<(usize, Vec<Piece>)>> {
-        Some(
-            self.array
-                .read_npy_pieces(offset, buf)
-                .map_err(|e| self.failed(e)),
-        )
+        self.array.read_npy_at(offset, buf).map_err(|e| {
+            let line = format!("{}: {e}", self.path.display());
+            let mut logged = self.logged.lock();
+            if logged.len() >= MAX_KEPT {
+                logged.clear();
+            }
+            if logged.insert(line.clone()) {
+                log::warn!("{line}");
+            }
+            std::io::Error::from_raw_os_error(e.errno())
+        })
     }
 
     fn lseek(&self, offset: i64, whence: i32) -> Result<i64, Error> {

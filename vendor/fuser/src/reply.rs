@@ -250,13 +250,6 @@ impl ReplyData {
         self.reply.send_ll(&ll::ResponseSlice(data));
     }
 
-    /// PATCHED: reply with the data of `parts` one after the other, written
-    /// with one `writev` from where they are (no copy into one buffer).
-    /// With the header the kernel takes at most 1024 (`UIO_MAXIOV`).
-    pub fn data_vectored(self, parts: &[IoSlice<'_>]) {
-        self.reply.send_ll(&ll::ResponseSlices(parts));
-    }
-
     /// Reply to a request with the given error code
     pub fn error(self, err: Errno) {
         self.reply.error(err);

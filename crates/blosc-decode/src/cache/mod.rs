@@ -20,17 +20,6 @@ pub type BlockKey = (u64, u64, u32);
 /// when evicted or consumed, as a buffer to decode the next block into.
 pub type Block = Arc<BlockBuf>;
 
-/// One piece of a read's answer, in order: bytes of the reader's own
-/// buffer, or a range of a cached block, answered from the block without a
-/// copy (the piece holds the block until the answer has gone).
-#[derive(Clone, Debug)]
-pub enum Piece {
-    /// These bytes of the reader's buffer.
-    Buf(std::ops::Range<usize>),
-    /// These bytes of a cached block.
-    Block(Block, std::ops::Range<usize>),
-}
-
 /// Spare buffers kept for reuse, at most (and at most an eighth of the budget).
 const SPARES: usize = 4;
 const SPARE_BYTES: usize = 16 << 20;

@@ -284,41 +284,6 @@ impl Container {
         }
     }
 
-    /// The cached block that holds bytes `offset..offset + len` of the raw
-    /// content, and where they are in it, if one holds them all (counted as
-    /// a cache hit and as bytes served): they can be answered from the
-    /// block without a copy.
-    pub fn cached_raw(
-        &self,
-        offset: u64,
-        len: usize,
-    ) -> Option<(crate::cache::Block, std::ops::Range<usize>)> {
-        let t = &self.index.chunks;
-        if t.is_empty() || len == 0 {
-            return None;
-        }
-        let ci = table::chunk_at(t, offset);
-        let (e, l) = (t.get(ci)?, self.layouts.get(ci)?.get()?);
-        let a = offset.checked_sub(e.uoff).filter(|a| *a < e.ulen)?;
-        let i = l.block_at(a);
-        let lo = usize::try_from(a - l.block_start(i)).ok()?;
-        let r = lo..lo.checked_add(len)?;
-        if r.end > l.block_len(i) as usize {
-            return None;
-        }
-        let b = self
-            .env
-            .cache
-            .get(&(self.id, self.key_chunk.wrapping_add(ci as u64), i))?;
-        if b.len() < r.end {
-            return None;
-        }
-        let st = &self.env.stats;
-        crate::cache::Stats::add(&st.cache_hits, 1);
-        crate::cache::Stats::add(&st.bytes_served, len as u64);
-        Some((b, r))
-    }
-
     /// Fill `buf` from offset `offset` of the raw uncompressed content.
     pub fn read_raw_at(&self, offset: u64, buf: &mut [u8], later: &mut Deferred) -> Result<usize> {
         let len = self.raw_len();

@@ -57,28 +57,6 @@ fn a_4k_read_in_the_middle_decodes_one_block() {
     assert!(env.stats.cache_hits.load(Ordering::Relaxed) >= 1);
 }
 
-/// `cached_raw` gives the cached block holding a range, and where the range
-/// is in it: only once the block is decoded, and only for a range inside
-/// one block.
-#[test]
-fn a_range_of_a_cached_block_is_found_in_it() {
-    let (env, c, whole) = open_one("frame/blocks-lz4.b2frame");
-    let off = 1_500_000; // chunk 1, block 7 (64 KiB blocks)
-    assert!(c.cached_raw(off, 4096).is_none(), "not decoded yet");
-    let mut buf = vec![0u8; 4096];
-    c.read_at(off, &mut buf).unwrap();
-    let (b, r) = c.cached_raw(off + 100, 4096).unwrap();
-    assert_eq!(b[r], whole[off as usize + 100..off as usize + 4196]);
-    let block_end = (off / 65_536 + 1) * 65_536;
-    assert!(
-        c.cached_raw(block_end - 10, 20).is_none(),
-        "across two blocks"
-    );
-    assert!(c.cached_raw(block_end, 10).is_none(), "the next block");
-    assert!(c.cached_raw(c.len(), 10).is_none(), "past the end");
-    assert_eq!(decoded(&env), 1);
-}
-
 /// A reader that reads on and has had a range is done with every block
 /// that ends in it: their buffers are the next ones decoded into (taken
 /// out of the cache), the block the range ends inside is not.
@@ -86,8 +64,8 @@ fn a_range_of_a_cached_block_is_found_in_it() {
 fn a_range_read_on_is_done_with_each_block_it_ends() {
     let (env, c, _) = open_one("frame/blocks-lz4.b2frame");
     let bs = 65_536u64;
-    let base = 1_048_576 + 2 * bs; // chunk 1, block 2
-                                   // A part of each of blocks 1 to 6 of chunk 1: each cached whole.
+    // Block 2 of chunk 1; a part of each of blocks 1 to 6, each cached whole.
+    let base = 1_048_576 + 2 * bs;
     for i in 1..=6 {
         c.read_at(base + (i - 2) * bs + 100, &mut [0u8; 100])
             .unwrap();

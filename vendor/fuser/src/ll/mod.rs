@@ -17,7 +17,6 @@ pub(crate) use reply::ResponseEmpty;
 pub(crate) use reply::ResponseErrno;
 pub(crate) use reply::ResponseIoctl;
 pub(crate) use reply::ResponseSlice;
-pub(crate) use reply::ResponseSlices;
 pub(crate) use reply::ResponseStruct;
 pub(crate) use request::AnyRequest;
 pub(crate) use request::FileHandle;

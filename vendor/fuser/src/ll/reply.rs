@@ -61,15 +61,6 @@ impl Response for ResponseSlice<'_> {
     }
 }
 
-/// PATCHED: a reply whose data is several slices (`ReplyData::data_vectored`).
-pub(crate) struct ResponseSlices<'a>(pub(crate) &'a [IoSlice<'a>]);
-
-impl Response for ResponseSlices<'_> {
-    fn payload(&self) -> &[IoSlice<'_>] {
-        self.0
-    }
-}
-
 pub(crate) struct ResponseEmpty;
 
 impl Response for ResponseEmpty {
