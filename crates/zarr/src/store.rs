@@ -36,8 +36,11 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The longest buffer [`with_bounded`] keeps for the thread's next chunk.
-const SCRATCH_KEPT: usize = 16 << 20;
+/// The longest buffer [`with_bounded`] keeps for the thread's next chunk
+/// (the decoder's own scratch buffers are kept up to the same size): the
+/// encoded bytes of a 4 MiB chunk, and not much memory outside the cache's
+/// budget per thread.
+const SCRATCH_KEPT: usize = 4 << 20;
 
 /// `f` given all of `src`, if it is at most `max` bytes long (as
 /// [`read_bounded`]), read into a buffer the thread keeps for its next
@@ -99,5 +102,36 @@ impl ChunkStore for DirStore {
             Err(e) => return Err(Error::from(e).in_file(&path)),
         };
         Ok(Some(Arc::new(FileSource::opened(file, &md, &path))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blosc_decode::io::MemSource;
+
+    /// The thread keeps the buffer of a chunk of up to 4 MiB for the next
+    /// one, not a larger one's; a source longer than allowed is refused
+    /// before anything is read.
+    #[test]
+    fn only_a_small_chunk_s_buffer_is_kept() {
+        let kept = || SCRATCH.with(|c| c.borrow().len());
+        let read = |n: usize| {
+            let src = MemSource::new(vec![7u8; n]);
+            with_bounded(
+                &src,
+                8 << 20,
+                "chunk",
+                |b| Ok(b.len() == n && b[n - 1] == 7),
+            )
+        };
+        assert!(read(5 << 20).unwrap());
+        assert_eq!(kept(), 0);
+        assert!(read(1 << 20).unwrap());
+        assert_eq!(kept(), 1 << 20);
+        assert!(read(100).unwrap(), "a shorter chunk in a longer buffer");
+        assert_eq!(kept(), 1 << 20);
+        let e = with_bounded(&MemSource::new(vec![0u8; 10]), 9, "chunk", |_| Ok(())).unwrap_err();
+        assert!(e.reason.contains("more than the 9"), "{e}");
     }
 }
