@@ -37,11 +37,6 @@ impl Want {
 /// presented byte order: exactly [`ArrayMeta::chunk_bytes`] bytes, or an
 /// error.
 pub fn decode_chunk(meta: &ArrayMeta, raw: Vec<u8>) -> Result<Vec<u8>> {
-    if direct(meta) {
-        let mut out = vec![0u8; meta.chunk_bytes() as usize];
-        decode_direct(meta, &raw, &mut out)?;
-        return Ok(out);
-    }
     let stored = meta.stored_bytes();
     let max = stored.saturating_mul(2).saturating_add(1 << 16);
     let mut data = raw;
@@ -94,25 +89,42 @@ pub fn decode_direct(meta: &ArrayMeta, mut raw: &[u8], out: &mut [u8]) -> Result
     for _ in 1..meta.codecs.len() {
         raw = crc_body(raw)?;
     }
-    let p = Params::default();
     match meta.codecs.first() {
-        Some(Codec::Zstd) => bcodec::decompress(Stream::Zstd, raw, out, &p),
-        Some(Codec::Zlib) => bcodec::decompress(Stream::Zlib, raw, out, &p),
-        Some(Codec::Lz4) => {
-            let (head, block) = raw
-                .split_at_checked(4)
-                .ok_or_else(|| Error::truncated("lz4 chunk shorter than its size"))?;
-            let size = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as u64;
+        Some(c) => decompress_into(*c, raw, out),
+        None => Err(Error::corrupt("chunk pipeline not decodable in place")),
+    }
+}
+
+/// Compressor `c`'s stream `src` decoded into all of `out`, which it must
+/// fill exactly (zstd, zlib, gzip, numcodecs' lz4).
+fn decompress_into(c: Codec, src: &[u8], out: &mut [u8]) -> Result<()> {
+    let p = Params::default();
+    match c {
+        Codec::Zstd => bcodec::decompress(Stream::Zstd, src, out, &p),
+        Codec::Zlib => bcodec::decompress(Stream::Zlib, src, out, &p),
+        Codec::Gzip => gunzip_into(src, out),
+        Codec::Lz4 => {
+            let n = out.len() as u64;
             Want {
                 exact: Some(n),
                 max: n,
             }
-            .check(size, "lz4 size")?;
-            bcodec::decompress(Stream::Lz4, block, out, &p)
+            .check(lz4_size(src)?, "lz4 size")?;
+            bcodec::decompress(Stream::Lz4, &src[4..], out, &p)
         }
-        Some(Codec::Gzip) => gunzip_into(raw, out),
-        _ => Err(Error::corrupt("chunk pipeline not decodable in place")),
+        _ => Err(Error::corrupt(format!(
+            "{} is not decoded in place",
+            name(c)
+        ))),
     }
+}
+
+/// The decoded size a numcodecs LZ4 stream starts with (4 bytes,
+/// little-endian; the LZ4 block follows).
+fn lz4_size(src: &[u8]) -> Result<u64> {
+    src.get(..4)
+        .map(|h| u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as u64)
+        .ok_or_else(|| Error::truncated("lz4 chunk shorter than its size"))
 }
 
 /// A gzip stream that inflates to exactly `out`.
@@ -154,17 +166,31 @@ fn unfilter(meta: &ArrayMeta, mut data: Vec<u8>) -> Result<Vec<u8>> {
 }
 
 fn decode_one(c: Codec, src: Vec<u8>, want: Want) -> Result<Vec<u8>> {
-    let out = match c {
-        Codec::Crc32c => return crc_stripped(src, want),
-        Codec::Shuffle(n) => filters::unshuffle(src, n)?,
-        Codec::Blosc => blosc(&src, want)?,
-        Codec::Zstd => zstd::bulk::decompress(&src, want.exact.unwrap_or(want.max) as usize)
+    let out = match (c, want.exact) {
+        (Codec::Crc32c, _) => return crc_stripped(src, want),
+        (Codec::Shuffle(n), _) => filters::unshuffle(src, n)?,
+        (Codec::Blosc, _) => blosc(&src, want)?,
+        // Of a known size (numcodecs' lz4 always says it): decoded into a
+        // buffer of that size, as in place.
+        (Codec::Lz4, _) => {
+            let n = lz4_size(&src)?;
+            want.check(n, "lz4 size")?;
+            sized(c, &src, n)?
+        }
+        (Codec::Zstd | Codec::Gzip | Codec::Zlib, Some(n)) => sized(c, &src, n)?,
+        (Codec::Zstd, None) => zstd::bulk::decompress(&src, want.max as usize)
             .map_err(|e| Error::corrupt(format!("zstd: {e}")))?,
-        Codec::Gzip => inflate(flate2::read::GzDecoder::new(&src[..]), want, "gzip")?,
-        Codec::Zlib => inflate(flate2::read::ZlibDecoder::new(&src[..]), want, "zlib")?,
-        Codec::Lz4 => lz4(&src, want)?,
+        (Codec::Gzip, None) => inflate(flate2::read::GzDecoder::new(&src[..]), want, "gzip")?,
+        (Codec::Zlib, None) => inflate(flate2::read::ZlibDecoder::new(&src[..]), want, "zlib")?,
     };
     want.check(out.len() as u64, name(c))?;
+    Ok(out)
+}
+
+/// Compressor `c`'s stream `src` decoded into a new buffer of `n` bytes.
+fn sized(c: Codec, src: &[u8], n: u64) -> Result<Vec<u8>> {
+    let mut out = vec![0u8; n as usize];
+    decompress_into(c, src, &mut out)?;
     Ok(out)
 }
 
@@ -189,18 +215,6 @@ fn blosc(src: &[u8], want: Want) -> Result<Vec<u8>> {
         .ok_or_else(|| Error::truncated("blosc chunk shorter than its header"))?;
     want.check(nbytes, "blosc chunk header")?;
     blosc_decode::decode::decompress_chunk(src)
-}
-
-/// numcodecs' LZ4: the decoded size (4 bytes, little-endian), then a block.
-fn lz4(src: &[u8], want: Want) -> Result<Vec<u8>> {
-    let (head, block) = src
-        .split_at_checked(4)
-        .ok_or_else(|| Error::truncated("lz4 chunk shorter than its size"))?;
-    let n = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as u64;
-    want.check(n, "lz4 size")?;
-    let mut out = vec![0u8; n as usize];
-    bcodec::decompress(Stream::Lz4, block, &mut out, &Params::default())?;
-    Ok(out)
 }
 
 /// Everything `r` inflates to, reading no more than `want` allows.
@@ -321,9 +335,23 @@ mod tests {
                 decode_chunk(meta, enc(&data[1..])).is_err(),
                 "case {i}: a byte less"
             );
+            // The same into a buffer of the chunk's size.
+            let mut out = [0xAAu8; 14];
+            decode_direct(meta, &enc(&data), &mut out).unwrap();
+            assert_eq!(out[..], data[..], "case {i} in place");
+            assert!(
+                decode_direct(meta, &enc(&longer), &mut out).is_err(),
+                "case {i}"
+            );
+            assert!(
+                decode_direct(meta, &enc(&data[1..]), &mut out).is_err(),
+                "case {i}"
+            );
         }
         let mut bad = with_crc(zstd(&data));
         *bad.last_mut().unwrap() ^= 1;
+        let e = decode_direct(&cases[1].0, &bad, &mut [0u8; 14]).unwrap_err();
+        assert_eq!(e.kind, blosc_decode::ErrorKind::Checksum, "{e}");
         let e = decode_chunk(&cases[1].0, bad).unwrap_err();
         assert_eq!(e.kind, blosc_decode::ErrorKind::Checksum, "{e}");
     }
