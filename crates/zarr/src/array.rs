@@ -248,10 +248,10 @@ impl Inner {
     /// end of the last run a C-order reader copies from it.
     fn last_byte(&self, pos: &[u64]) -> u64 {
         let m = &self.meta;
-        let last: Vec<u64> = (pos.iter().zip(&m.chunks).zip(&m.shape))
-            .map(|((p, c), n)| (n - p * c).min(*c) - 1)
-            .collect();
-        (linear(&last, &m.chunks) + 1) * m.dtype.size
+        // The last element's place in the chunk, in C order (`linear`).
+        let last = (pos.iter().zip(&m.chunks).zip(&m.shape))
+            .fold(0u64, |a, ((p, c), n)| a * c + (n - p * c).min(*c) - 1);
+        (last + 1) * m.dtype.size
     }
 
     /// How messages name the chunk at grid position `pos`: its key (for a
