@@ -234,6 +234,18 @@ fn faults_and_threads(pid: u32) -> (u64, usize) {
     (f[7].parse().unwrap(), tasks.count())
 }
 
+/// `grid` (python-blosc2's default layout for a 2-D float64 array: blocks
+/// of two rows of 128 KiB) mounted with the debug log and `opts`, its
+/// `.npy` header read: once it is, the mount has answered (its FUSE
+/// workers run).
+fn grid_mounted(opts: &str) -> (Mount, std::path::PathBuf) {
+    let m = Mount::prepare();
+    array(&m, "grid", "(512, 8192)", "(64, 8192)", "(2, 8192)", "f8");
+    let (m, log) = m.mount_logged(&["-d", "-o", opts]);
+    header_len(&m.mp().join("grid.npy"));
+    (m, log)
+}
+
 /// The first cold row after the mount (python-blosc2's default layout for
 /// a 2-D float64 array: blocks of two rows of 128 KiB): one 1 MiB request
 /// of nine blocks, decoded in parallel. Every thread of the daemon was
@@ -245,14 +257,8 @@ fn the_first_cold_row_spawns_no_thread_and_maps_no_reply_buffer() {
     if !fuse_available() {
         return;
     }
-    let m = Mount::prepare();
-    array(&m, "grid", "(512, 8192)", "(64, 8192)", "(2, 8192)", "f8");
-    let opts = ["-d", "-o", "xattr,readahead=1M"];
-    let (mut m, log) = m.mount_logged(&opts);
+    let (mut m, log) = grid_mounted("xattr,readahead=1M");
     let pid = m.child.as_ref().unwrap().id();
-    // The header first: once it is read, the mount has answered (its
-    // FUSE workers run).
-    header_len(&m.mp().join("grid.npy"));
     let (faults, threads) = faults_and_threads(pid);
     let before = requests(&log).len();
     read_slab(&m, "grid", 257);
@@ -279,11 +285,7 @@ fn with_max_read_512k_a_row_s_window_comes_as_two_requests() {
     if !fuse_available() {
         return;
     }
-    let m = Mount::prepare();
-    array(&m, "grid", "(512, 8192)", "(64, 8192)", "(2, 8192)", "f8");
-    let opts = ["-d", "-o", "xattr,readahead=1M,max_read=512K"];
-    let (mut m, log) = m.mount_logged(&opts);
-    header_len(&m.mp().join("grid.npy"));
+    let (mut m, log) = grid_mounted("xattr,readahead=1M,max_read=512K");
     let before = requests(&log).len();
     read_slab(&m, "grid", 257);
     let decoded = stat(&m.mp(), "blocks_decoded");
