@@ -42,8 +42,9 @@ pub(crate) struct Inner {
 /// How a chunk is fetched when a read first needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fetch {
-    /// What the read needs first (a Blosc chunk read by block: its header
-    /// and block offsets; then its blocks as reads want them).
+    /// What the read needs first (a Blosc chunk read by block that may be
+    /// longer than `chunks::WHOLE_MAX`: its header and block offsets; then
+    /// its blocks as reads want them).
     Needed,
     /// All of it at once: a sequential reader will read all of it.
     Whole,

@@ -38,9 +38,16 @@ pub const MAX_MISSING: usize = 1024;
 /// block is registered while it is opened (no chunk has that many blocks).
 const OPENING: u32 = u32::MAX;
 
-/// What is fetched with the open of a Blosc chunk read by block: its
-/// header and the offsets of up to 16,000 blocks.
+/// What is fetched with the open of a Blosc chunk read by block that may
+/// be longer than [`WHOLE_MAX`]: its header and the offsets of up to
+/// 16,000 blocks.
 const BLOSC_HEAD: u64 = 64 << 10;
+
+/// A Blosc chunk read by block that can be this long at most is fetched
+/// whole with its open, as any other chunk is: one GET for all its blocks
+/// (zarr-python's cost for the chunk), which are still decoded only as
+/// reads need them.
+const WHOLE_MAX: u64 = 16 << 20;
 
 /// One chunk's values, as a read finds them.
 #[derive(Clone)]
@@ -144,17 +151,16 @@ impl Chunks {
         self.by_block
     }
 
-    /// What a read of a chunk file reads first: a Blosc chunk read by
-    /// block its header and block offsets (all of it for a reader that
-    /// reads on: `how`), any other chunk all of it (decoded whole; its
-    /// encoded size is about its stored size).
+    /// What a read of a chunk file reads first: all of it (its encoded
+    /// size is about its stored size), but for a random reader (`how`) of
+    /// a Blosc chunk read by block that may be longer than [`WHOLE_MAX`],
+    /// only its header and block offsets.
     pub(crate) fn first(&self, meta: &ArrayMeta, how: Fetch) -> First {
-        match self.by_block && how == Fetch::Needed {
+        let stored = meta.stored_bytes();
+        let whole = stored.saturating_add(stored / 64).saturating_add(4096);
+        match self.by_block && how == Fetch::Needed && whole > WHOLE_MAX {
             true => First::Head(BLOSC_HEAD),
-            false => {
-                let stored = meta.stored_bytes();
-                First::Head(stored.saturating_add(stored / 64).saturating_add(4096))
-            }
+            false => First::Head(whole),
         }
     }
 
@@ -379,5 +385,29 @@ mod tests {
         assert!(!by_block(&v3(&format!("{BYTES}, {zstd}"))));
         let t = r#"{"name": "transpose", "configuration": {"order": [1, 0]}}"#;
         assert!(!by_block(&v3(&format!("{t}, {BYTES}, {BLOSC}"))));
+    }
+
+    #[test]
+    fn a_random_reader_fetches_a_blosc_chunk_whole_unless_it_may_be_long() {
+        let long = |n: u64| {
+            let doc = format!(
+                r#"{{"zarr_format": 2, "shape": [{n}], "chunks": [{n}], "dtype": "<i4",
+                  "order": "C", "fill_value": 0, "filters": null,
+                  "compressor": {{"id": "blosc", "cname": "lz4"}}}}"#
+            );
+            ArrayMeta::parse(doc.as_bytes(), true).unwrap()
+        };
+        let first = |meta: &ArrayMeta, how| Chunks::new(meta, Env::new(1 << 20)).first(meta, how);
+        let whole = |meta: &ArrayMeta| {
+            let n = meta.stored_bytes();
+            First::Head(n + n / 64 + 4096)
+        };
+        let (small, big) = (v2("null", "C"), long(4 << 20));
+        assert_eq!(first(&small, Fetch::Needed), whole(&small));
+        assert_eq!(first(&big, Fetch::Needed), First::Head(BLOSC_HEAD));
+        assert_eq!(first(&big, Fetch::Whole), whole(&big));
+        let edge = long(4_000_000);
+        assert!(edge.stored_bytes() < WHOLE_MAX);
+        assert_eq!(first(&edge, Fetch::Needed), whole(&edge));
     }
 }
