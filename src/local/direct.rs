@@ -5,7 +5,7 @@
 //! pages nor copies out of them, and the read costs about the disk's time
 //! alone. Everything else reads through the decoder's [`FileSource`].
 
-use blosc_decode::io::{page_size, Access, FileSource, Source, Stamp};
+use blosc_decode::io::{page_size, Access, FileSource, Source, Span, Stamp};
 use blosc_decode::Result;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -155,7 +155,7 @@ impl Source for DirectFile {
         len: usize,
         access: Access,
         scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
+    ) -> Result<(Span<'a>, bool)> {
         // A range past the end is refused by the buffered read, before
         // `scratch` grows.
         let inside = offset
@@ -164,7 +164,7 @@ impl Source for DirectFile {
         if inside {
             if let Some(r) = self.try_direct(offset, len, access, scratch) {
                 self.file.check_unchanged()?;
-                return Ok((&scratch[r], true));
+                return Ok((Span::Read(&scratch[r]), true));
             }
         }
         self.file.read_span(offset, len, Access::Buffered, scratch)

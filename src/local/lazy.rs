@@ -113,7 +113,7 @@ mod tests {
                 let (got, _) = s
                     .read_span(100, 4000, Access::Buffered, &mut scratch)
                     .unwrap();
-                assert_eq!(got, &data[100..4100]);
+                assert_eq!(&got[..], &data[100..4100]);
             }
         }
         assert!(kept_open() <= max_kept_open());

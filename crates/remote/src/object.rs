@@ -4,10 +4,10 @@ use crate::error::FetchError;
 use crate::fetch::Pin;
 use crate::hints::Hints;
 use crate::net::{block_on, runtime, Counters};
-use crate::page_cache::{self, Version, PAGE};
+use crate::page_cache::{self, Page, Version, PAGE};
 use crate::readahead::ReadAhead;
 use crate::{Core, Object};
-use blosc_decode::io::{First, Source};
+use blosc_decode::io::{First, Source, Span};
 use blosc_decode::{Error, Result};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -140,17 +140,17 @@ impl RemoteObject {
         Some(start_run(&self.core, &self.obj, self.v, run))
     }
 
-    /// Read `want` into `buf` (`around`: a small read, rounded out to the
-    /// read-around window when it misses).
-    fn read(&self, want: Range<u64>, buf: &mut [u8], around: bool) -> Result<()> {
-        let need = page_cache::pages(&want);
+    /// The pages of `want`, each cached, fetched or waited for (`around`: a
+    /// small read, rounded out to the read-around window when it misses).
+    fn pages_of(&self, want: &Range<u64>, around: bool) -> Result<Vec<Option<Page>>> {
+        let need = page_cache::pages(want);
         let window = if around {
-            page_cache::pages(&page_cache::around(&want, self.obj.len))
+            page_cache::pages(&page_cache::around(want, self.obj.len))
         } else {
             need.clone()
         };
         for _ in 0..4 {
-            let mut have: Vec<Option<Bytes>> = vec![None; (need.end - need.start) as usize];
+            let mut have: Vec<Option<Page>> = vec![None; (need.end - need.start) as usize];
             let mut waits: Vec<Pending> = Vec::new();
             let mut missing: Vec<u64> = Vec::new();
             {
@@ -181,8 +181,7 @@ impl RemoteObject {
                 }
             }
             if !retry && have.iter().all(Option::is_some) {
-                page_cache::copy_out(&have, need.start, &want, buf);
-                return Ok(());
+                return Ok(have);
             }
         }
         let url = self.core.fetcher.url(&self.obj.key);
@@ -284,23 +283,31 @@ impl Source for RemoteObject {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let want = checked(offset, buf.len(), self.obj.len, &self.obj.key)?;
         self.track(offset, buf.len() as u64);
-        self.read(want, buf, true)
+        let have = self.pages_of(&want, true)?;
+        page_cache::copy_out(&have, want.start / PAGE, &want, buf);
+        Ok(())
     }
 
+    /// Lends the fetched bytes when one GET brought all of the span (a
+    /// chunk fetched whole, a run of blocks), else copies them out.
     fn read_span<'a>(
         &self,
         offset: u64,
         len: usize,
         _access: blosc_decode::io::Access,
         scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
+    ) -> Result<(Span<'a>, bool)> {
         let want = checked(offset, len, self.obj.len, &self.obj.key)?;
+        self.track(offset, len as u64);
+        let have = self.pages_of(&want, false)?;
+        if let Some(lent) = page_cache::joined(&have, want.start / PAGE, &want) {
+            return Ok((Span::Held(Box::new(lent)), false));
+        }
         if scratch.len() < len {
             scratch.resize(len, 0);
         }
-        self.track(offset, len as u64);
-        self.read(want, &mut scratch[..len], false)?;
-        Ok((&scratch[..len], false))
+        page_cache::copy_out(&have, want.start / PAGE, &want, &mut scratch[..len]);
+        Ok((Span::Read(&scratch[..len]), false))
     }
 
     fn will_read(&self, offset: u64, len: u64) {

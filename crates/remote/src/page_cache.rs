@@ -2,8 +2,10 @@
 //! by (object version, page number), least recently used first out, bounded
 //! in bytes and shared by every object of a [`crate::Remote`].
 //!
-//! Pages are slices of the buffers the GETs returned (no copy); a page holds
-//! [`PAGE`] bytes except an object's last one.
+//! Pages are parts of the buffers the GETs returned (no copy); a page holds
+//! [`PAGE`] bytes except an object's last one. A read whose pages are
+//! consecutive parts of one such buffer is lent that buffer's bytes
+//! ([`joined`]) rather than copied out of them.
 
 use bytes::Bytes;
 use lru::LruCache;
@@ -42,9 +44,42 @@ pub fn around(range: &Range<u64>, len: u64) -> Range<u64> {
     start..end.max(range.end)
 }
 
+/// A cached page: bytes `at..at + len` of `run`, the buffer one GET
+/// returned (which stays allocated while any of its pages is kept, as a
+/// slice of it would keep it).
+#[derive(Clone)]
+pub struct Page {
+    run: Bytes,
+    at: usize,
+    len: usize,
+}
+
+impl Page {
+    /// The page's `at..` part of `run`, at most [`PAGE`] bytes.
+    fn of(run: &Bytes, at: usize) -> Page {
+        Page {
+            run: run.clone(),
+            at,
+            len: (run.len() - at).min(PAGE as usize),
+        }
+    }
+
+    /// The page's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.run[self.at..self.at + self.len]
+    }
+
+    /// Does `next` follow this page in the same buffer?
+    fn followed_by(&self, next: &Page) -> bool {
+        self.run.as_ptr() == next.run.as_ptr()
+            && self.run.len() == next.run.len()
+            && self.at + self.len == next.at
+    }
+}
+
 /// A byte-bounded LRU of pages.
 pub struct PageCache {
-    pages: LruCache<(Version, u64), Bytes>,
+    pages: LruCache<(Version, u64), Page>,
     bytes: u64,
     cap: u64,
 }
@@ -66,7 +101,7 @@ impl PageCache {
     }
 
     /// The page `page` of `v`, if held (and mark it used).
-    pub fn get(&mut self, v: Version, page: u64) -> Option<Bytes> {
+    pub fn get(&mut self, v: Version, page: u64) -> Option<Page> {
         self.pages.get(&(v, page)).cloned()
     }
 
@@ -89,16 +124,15 @@ impl PageCache {
                 break;
             }
             let page = (start + at as u64) / PAGE;
-            let piece = data.slice(at..end);
-            self.bytes += piece.len() as u64;
-            if let Some(old) = self.pages.put((v, page), piece) {
-                self.bytes -= old.len() as u64;
+            self.bytes += (end - at) as u64;
+            if let Some(old) = self.pages.put((v, page), Page::of(data, at)) {
+                self.bytes -= old.len as u64;
             }
             at = end;
         }
         while self.bytes > self.cap {
             match self.pages.pop_lru() {
-                Some((_, p)) => self.bytes -= p.len() as u64,
+                Some((_, p)) => self.bytes -= p.len as u64,
                 None => break,
             }
         }
@@ -107,22 +141,38 @@ impl PageCache {
 
 /// Put the pages of `data` (a fetch from page `start_page`) into the
 /// slots of `have` (pages from `first`) they fall in.
-pub fn fill(have: &mut [Option<Bytes>], first: u64, start_page: u64, data: &Bytes) {
+pub fn fill(have: &mut [Option<Page>], first: u64, start_page: u64, data: &Bytes) {
     let n = data.len().div_ceil(PAGE as usize) as u64;
     for p in start_page..start_page + n {
         if p < first || p >= first + have.len() as u64 {
             continue;
         }
         let at = ((p - start_page) * PAGE) as usize;
-        let end = (at + PAGE as usize).min(data.len());
-        have[(p - first) as usize] = Some(data.slice(at..end));
+        have[(p - first) as usize] = Some(Page::of(data, at));
     }
 }
 
+/// The bytes of `want`, lent without a copy, if `have` (its pages, from
+/// `first`) are consecutive parts of one buffer.
+pub fn joined(have: &[Option<Page>], first: u64, want: &Range<u64>) -> Option<Bytes> {
+    let p0 = have.first()?.as_ref()?;
+    let mut last = p0;
+    for page in &have[1..] {
+        let page = page.as_ref()?;
+        if !last.followed_by(page) {
+            return None;
+        }
+        last = page;
+    }
+    let lo = p0.at + usize::try_from(want.start.checked_sub(first * PAGE)?).ok()?;
+    let hi = lo + usize::try_from(want.end - want.start).ok()?;
+    (hi <= last.at + last.len).then(|| p0.run.slice(lo..hi))
+}
+
 /// Copy the bytes of `want` out of `have` (pages from `first`) into `buf`.
-pub fn copy_out(have: &[Option<Bytes>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
+pub fn copy_out(have: &[Option<Page>], first: u64, want: &Range<u64>, buf: &mut [u8]) {
     for (i, page) in have.iter().enumerate() {
-        let page = page.as_ref().expect("all pages present");
+        let page = page.as_ref().expect("all pages present").bytes();
         let p0 = (first + i as u64) * PAGE;
         let lo = want.start.max(p0);
         let hi = want.end.min(p0 + page.len() as u64);
@@ -184,7 +234,7 @@ mod tests {
         c.insert(1, 0, &data, 1 << 20);
         assert!(c.contains(1, 0) && !c.contains(1, 1));
         c.insert(2, 0, &data, PAGE + 100);
-        assert_eq!(c.get(2, 1).unwrap().len(), 100);
+        assert_eq!(c.get(2, 1).unwrap().bytes().len(), 100);
         assert_eq!(c.bytes(), 2 * PAGE + 100);
     }
 
@@ -211,5 +261,36 @@ mod tests {
         let mut buf = vec![0; 100];
         copy_out(&have, 5, &want, &mut buf);
         assert_eq!(buf, obj[5 * PAGE as usize..]);
+    }
+
+    /// A read inside one fetch's pages is lent that fetch's bytes, from
+    /// the cache as from the fetch; one across two fetches is not.
+    #[test]
+    fn a_read_inside_one_fetch_is_lent_its_bytes() {
+        let obj: Vec<u8> = (0..5 * PAGE + 100).map(|i| (i % 251) as u8).collect();
+        let a = Bytes::copy_from_slice(&obj[..3 * PAGE as usize]);
+        let b = Bytes::copy_from_slice(&obj[3 * PAGE as usize..]);
+        let len = obj.len() as u64;
+        let mut c = PageCache::new(1 << 20);
+        c.insert(1, 0, &a, len);
+        c.insert(1, 3 * PAGE, &b, len);
+        let lent = |want: Range<u64>, c: &mut PageCache| {
+            let need = pages(&want);
+            let have: Vec<Option<Page>> = need.clone().map(|p| c.get(1, p)).collect();
+            joined(&have, need.start, &want)
+        };
+        for want in [10..3 * PAGE, PAGE + 1..PAGE + 2, 3 * PAGE + 7..len] {
+            let got = lent(want.clone(), &mut c).expect("inside one fetch");
+            assert_eq!(got[..], obj[want.start as usize..want.end as usize]);
+        }
+        assert!(lent(PAGE..4 * PAGE, &mut c).is_none(), "across two fetches");
+        // From the fetch itself, as a read waiting for it fills its pages.
+        let want = 3 * PAGE + 5..4 * PAGE + 5;
+        let need = pages(&want);
+        let mut have = vec![None; (need.end - need.start) as usize];
+        fill(&mut have, need.start, 3, &b);
+        let got = joined(&have, need.start, &want).unwrap();
+        assert_eq!(got[..], obj[want.start as usize..want.end as usize]);
+        assert_eq!(got.as_ptr(), b[5..].as_ptr(), "no copy");
     }
 }

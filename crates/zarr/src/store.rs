@@ -1,7 +1,7 @@
 //! Where an array's chunks and metadata come from.
 
 use crate::{Error, Result};
-use blosc_decode::io::{self, FileSource, First, Source};
+use blosc_decode::io::{self, Access, FileSource, First, Source};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -43,8 +43,9 @@ thread_local! {
 const SCRATCH_KEPT: usize = 4 << 20;
 
 /// `f` given all of `src`, if it is at most `max` bytes long (as
-/// [`read_bounded`]), read into a buffer the thread keeps for its next
-/// chunk: no allocation, zeroing or page faults per chunk.
+/// [`read_bounded`]): the bytes a source holds in memory already (a remote
+/// chunk's fetched bytes), else read into a buffer the thread keeps for
+/// its next chunk (no allocation, zeroing or page faults per chunk).
 pub fn with_bounded<T>(
     src: &dyn Source,
     max: u64,
@@ -53,10 +54,9 @@ pub fn with_bounded<T>(
 ) -> Result<T> {
     let n = bounded_len(src, max, what)?;
     let mut v = SCRATCH.with(RefCell::take);
-    if v.len() < n {
-        v.resize(n, 0);
-    }
-    let r = src.read_exact_at(0, &mut v[..n]).and_then(|()| f(&v[..n]));
+    let r = src
+        .read_span(0, n, Access::Buffered, &mut v)
+        .and_then(|(span, _)| f(&span));
     if v.len() <= SCRATCH_KEPT {
         SCRATCH.with(|c| *c.borrow_mut() = v);
     }

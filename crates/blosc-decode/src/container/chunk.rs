@@ -254,7 +254,7 @@ impl ChunkCtx {
             if direct {
                 Stats::add(&self.env.stats.source_direct_reads, 1);
             }
-            f(span)
+            f(&span)
         })
     }
 

@@ -1,7 +1,7 @@
 //! [`LazyFile`]: a file opened on its first read by an [`Opener`] the
 //! caller gives, which also says whether it may stay open.
 
-use super::{Access, FileSource, Source, Stamp};
+use super::{Access, FileSource, Source, Span, Stamp};
 use crate::error::Result;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -118,7 +118,7 @@ impl<O: Opener> Source for LazyFile<O> {
         len: usize,
         access: Access,
         scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
+    ) -> Result<(Span<'a>, bool)> {
         self.with(|f| f.read_span(offset, len, access, scratch))
     }
     fn path(&self) -> Option<&Path> {

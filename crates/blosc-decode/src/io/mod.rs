@@ -12,6 +12,7 @@
 //! costs about the disk's time alone).
 
 use crate::error::{errno_of, Error, Result};
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -81,6 +82,36 @@ impl Access {
     }
 }
 
+/// The bytes [`Source::read_span`] gives: read into the caller's scratch
+/// buffer, or lent by a source that holds them in memory already (a remote
+/// object's fetched bytes), without a copy.
+pub enum Span<'a> {
+    /// Read into the caller's scratch buffer.
+    Read(&'a [u8]),
+    /// The source's own bytes, kept alive while the span is.
+    Held(Box<dyn AsRef<[u8]> + Send + Sync>),
+}
+
+impl std::fmt::Debug for Span<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self {
+            Span::Read(_) => "read",
+            Span::Held(_) => "held",
+        };
+        write!(f, "Span({how}, {} bytes)", self.len())
+    }
+}
+
+impl Deref for Span<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Span::Read(b) => b,
+            Span::Held(b) => (**b).as_ref(),
+        }
+    }
+}
+
 /// A source of bytes read by position: a local file, a chunk file of a
 /// sparse frame, memory. Containers read only through it.
 pub trait Source: Send + Sync {
@@ -97,16 +128,16 @@ pub trait Source: Send + Sync {
         None
     }
     /// `len` bytes at `offset`, read into `scratch` (grown as needed; its
-    /// old contents are overwritten) and returned as a slice of it, with
-    /// whether the page cache was bypassed. The range is checked against
-    /// the source's length before `scratch` grows.
+    /// old contents are overwritten) or lent by a source that holds them
+    /// ([`Span`]), with whether the page cache was bypassed. The range is
+    /// checked against the source's length before `scratch` grows.
     fn read_span<'a>(
         &self,
         offset: u64,
         len: usize,
         access: Access,
         scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
+    ) -> Result<(Span<'a>, bool)> {
         let _ = access;
         buffered_span(self, offset, len, scratch)
     }
@@ -137,13 +168,13 @@ pub(super) fn buffered_span<'a, S: Source + ?Sized>(
     offset: u64,
     len: usize,
     scratch: &'a mut Vec<u8>,
-) -> Result<(&'a [u8], bool)> {
+) -> Result<(Span<'a>, bool)> {
     check_range(src.len(), offset, len as u64)?;
     if scratch.len() < len {
         scratch.resize(len, 0);
     }
     src.read_exact_at(offset, &mut scratch[..len])?;
-    Ok((&scratch[..len], false))
+    Ok((Span::Read(&scratch[..len]), false))
 }
 
 /// Is `offset..offset + len` inside a source of `size` bytes?

@@ -37,7 +37,7 @@ fn read_span_is_exact_in_every_mode() {
         for &(off, len) in &cases {
             let (got, direct) = src.read_span(off, len, access, &mut scratch).unwrap();
             assert_eq!(
-                got,
+                &got[..],
                 &data[off as usize..off as usize + len],
                 "{access:?} {off}+{len}"
             );

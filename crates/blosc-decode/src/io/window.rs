@@ -1,7 +1,7 @@
 //! A byte range of another source, read as a source of its own: a member
 //! kept in place in an archive (a `.b2z` store's frames).
 
-use super::{check_range, Access, Source};
+use super::{check_range, Access, Source, Span};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,7 +66,7 @@ impl Source for Window {
         len: usize,
         access: Access,
         scratch: &'a mut Vec<u8>,
-    ) -> Result<(&'a [u8], bool)> {
+    ) -> Result<(Span<'a>, bool)> {
         let at = self.outer(offset, len as u64)?;
         self.inner.read_span(at, len, access, scratch)
     }
@@ -103,7 +103,7 @@ mod tests {
         assert!(w.read_exact_at(16, &mut b).is_err());
         let mut s = Vec::new();
         let (got, _) = w.read_span(0, 3, Access::Buffered, &mut s).unwrap();
-        assert_eq!(got, [10, 11, 12]);
+        assert_eq!(got[..], [10, 11, 12]);
         assert!(w.read_span(18, 3, Access::Buffered, &mut s).is_err());
         assert!(Window::new(inner.clone(), 90, 11, "x".into()).is_err());
         assert!(Window::new(inner, u64::MAX, 2, "x".into()).is_err());
