@@ -27,6 +27,7 @@ mod env;
 mod fetched;
 mod gather;
 mod holes;
+mod next;
 mod source_io;
 mod spans;
 mod table;

@@ -84,7 +84,10 @@ impl Container {
     /// of it on the runner while it reads sequentially (see the module) and
     /// answering from what was decoded. A read is sequential when it starts
     /// where the reader's previous one ended, give or take its own length
-    /// (the kernel's read-ahead requests may arrive out of order).
+    /// (the kernel's read-ahead requests may arrive out of order). A large
+    /// read that is not has the stored blocks of the window after it
+    /// hinted to the source when it jumped into a slice of an array that
+    /// goes on past it (`next.rs`).
     pub fn read_shared(
         self: &Arc<Self>,
         stream: &Stream,
@@ -105,6 +108,9 @@ impl Container {
         let served = self.serve_spans(offset, buf, later);
         self.hint_headers(jump);
         let served = served?;
+        if offset.abs_diff(prev) > buf.len() as u64 {
+            self.hint_next_window(offset, buf.len());
+        }
         self.queue_spans(stream, end, depth);
         Ok(served)
     }

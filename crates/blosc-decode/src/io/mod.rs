@@ -154,9 +154,9 @@ pub trait Source: Send + Sync {
     }
     /// `len` bytes at `offset` are about to be read, in several reads (the
     /// stored blocks one request touches): a source whose every read costs
-    /// a round trip starts fetching them together and returns at once, so
-    /// those reads wait for one fetch. Others ignore it (the page cache
-    /// serves neighbouring reads).
+    /// a round trip (a remote object, a file's disk) starts fetching them
+    /// together and returns at once, so those reads wait for one fetch.
+    /// Others ignore it.
     fn will_read(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }

@@ -1,11 +1,14 @@
-//! What a container tells its source ahead of reading (`will_need`): a cold
-//! source then waits for the disk once for the chunk starts a read needs,
-//! not once per chunk. The file is python-blosc2's
-//! (`blocks-lz4.b2frame`: 4 chunks of 1 MiB, blocks of 64 KiB, LZ4).
+//! What a container tells its source ahead of reading (`will_need`,
+//! `will_read`): a cold source then waits for the disk once for the chunk
+//! starts a read needs, not once per chunk, and a plane's reader does not
+//! wait for its blocks one disk read after another. The files are
+//! python-blosc2's (`blocks-lz4.b2frame`: 4 chunks of 1 MiB, blocks of
+//! 64 KiB, LZ4; `planes3d-4x256x256-b1x64x256.b2nd`: planes of 256 KiB).
 
+use blosc_decode::ahead::{Job, JobKind, Runner};
 use blosc_decode::detect::{hint_offsets, probe_source};
 use blosc_decode::io::{FileSource, Source};
-use blosc_decode::{open_source, Env, Result};
+use blosc_decode::{open_source, Deferred, Env, Result, Stream};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -15,6 +18,7 @@ use std::sync::{Arc, Mutex};
 enum Asked {
     Read(u64, usize),
     Hint(u64, u64),
+    WillRead(u64, u64),
 }
 
 /// A file that records its positional reads and the hints it is given.
@@ -33,6 +37,23 @@ impl Source for Recorded {
     }
     fn will_need(&self, offset: u64, len: u64) {
         self.1.lock().unwrap().push(Asked::Hint(offset, len));
+    }
+    fn will_read(&self, offset: u64, len: u64) {
+        self.1.lock().unwrap().push(Asked::WillRead(offset, len));
+    }
+}
+
+/// A runner that runs each job at once, on the thread that hands it over:
+/// what a job does is done when the read that started it returns.
+struct Inline;
+
+impl Runner for Inline {
+    fn workers(&self) -> usize {
+        1
+    }
+    fn run(&self, _kind: JobKind, job: Job) -> bool {
+        job();
+        true
     }
 }
 
@@ -112,7 +133,7 @@ fn probing_a_frame_hints_its_offsets_index() {
 }
 
 /// A read across two chunks never parsed hints both chunks' starts before
-/// it reads anything. A read that continues it hints nothing, nor does a
+/// it reads anything. A read that continues it hints no chunk start, nor does a
 /// read inside one chunk never parsed (it reads its start first anyway).
 #[test]
 fn a_read_across_cold_chunks_hints_their_starts_first() {
@@ -146,7 +167,7 @@ fn a_read_across_cold_chunks_hints_their_starts_first() {
     assert_eq!(c.read_at(5 << 19, &mut buf).unwrap(), 3153728 - (5 << 19));
     let asked = take(&src);
     assert!(
-        asked.iter().all(|a| matches!(a, Asked::Read(..))),
+        asked.iter().all(|a| !matches!(a, Asked::Hint(..))),
         "{asked:?}"
     );
 
@@ -157,7 +178,101 @@ fn a_read_across_cold_chunks_hints_their_starts_first() {
     assert_eq!(c.read_at(5 << 19, &mut buf[..4096]).unwrap(), 4096);
     let asked = take(&src);
     assert!(
-        asked.iter().all(|a| matches!(a, Asked::Read(..))),
+        asked.iter().all(|a| !matches!(a, Asked::Hint(..))),
         "{asked:?}"
     );
+}
+
+/// The `will_read` spans asked for after the last read of `asked` (a
+/// read's own blocks are announced before they are read).
+fn hinted_after_reads(asked: &[Asked]) -> Vec<(u64, u64)> {
+    let from = asked
+        .iter()
+        .rposition(|a| matches!(a, Asked::Read(..)))
+        .map_or(0, |i| i + 1);
+    asked[from..]
+        .iter()
+        .filter_map(|a| match *a {
+            Asked::WillRead(o, n) => Some((o, n)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A read of 128 KiB that jumps into plane 1 (its faulting page, the one
+/// at its middle, holds the plane's start) has the stored blocks of the
+/// windows after it, up to the plane's end, hinted once it is served: the
+/// blocks the rest of the plane is read from, in the chunk the read parsed.
+/// A small read, a read whose plane ends inside it, and a read that
+/// continues the one before hint nothing after their reads.
+#[test]
+fn a_large_read_into_a_plane_hints_the_blocks_of_the_rest_of_the_plane() {
+    let path = crate::common::fixture("writers/narrow/planes3d-4x256x256-b1x64x256.b2nd");
+    // Hint jobs run at once, on the reading thread.
+    let env = Env::with_runner(64 << 20, Arc::new(Inline));
+    let open = || {
+        let src = recorded(&path);
+        let c = open_source(src.clone(), &path, &env).unwrap().unwrap();
+        take(&src);
+        (src, Arc::new(c))
+    };
+    let (src, c) = open();
+    assert_eq!(c.len(), 1048704, "the .npy view");
+    let (hl, plane) = (c.len() - (1 << 20), 256u64 << 10);
+    let mut buf = vec![0u8; 128 << 10];
+    let read = |c: &Arc<blosc_decode::Container>, s: &Stream, at: u64, buf: &mut [u8]| {
+        c.read_shared(s, at, buf, &mut Deferred::none()).unwrap();
+    };
+    // Plane 1 starts at `hl + plane`, in the page at the read's middle.
+    let at = (hl + plane) / 4096 * 4096 - (64 << 10);
+    let s = Stream::new();
+    read(&c, &s, at, &mut buf);
+    let spans = hinted_after_reads(&take(&src));
+    assert_eq!(spans.len(), 1, "one span, in chunk 0: {spans:?}");
+    let (lo, n) = spans[0];
+    // The rest of plane 1 (the end of chunk 0), read on as the kernel
+    // would, reads only inside that span.
+    let mut end = at + buf.len() as u64;
+    while end < hl + 2 * plane {
+        let k = (hl + 2 * plane - end).min(buf.len() as u64) as usize;
+        read(&c, &s, end, &mut buf[..k]);
+        end += k as u64;
+    }
+    let reads: Vec<(u64, usize)> = take(&src)
+        .into_iter()
+        .filter_map(|a| match a {
+            Asked::Read(o, k) => Some((o, k)),
+            _ => None,
+        })
+        .collect();
+    assert!(!reads.is_empty(), "the rest of the plane was read");
+    for (o, k) in reads {
+        assert!(
+            lo <= o && o + k as u64 <= lo + n,
+            "a read of {k} at {o} outside the hinted {lo}+{n}"
+        );
+    }
+    // A small read (plane 3), a read whose plane (0) ends inside it.
+    for (at, len) in [
+        (hl + 3 * plane + 100, 16 << 10),
+        (hl + plane - (96 << 10), 128 << 10),
+    ] {
+        let (src, c) = open();
+        read(&c, &Stream::new(), at, &mut buf[..len]);
+        let asked = take(&src);
+        assert!(asked.iter().any(|a| matches!(a, Asked::Read(..))), "cold");
+        assert!(
+            hinted_after_reads(&asked).is_empty(),
+            "{at}+{len}: {asked:?}"
+        );
+    }
+    // A read that continues the one before, into plane 1.
+    let (src, c) = open();
+    let s = Stream::new();
+    read(&c, &s, at - buf.len() as u64, &mut buf);
+    take(&src);
+    read(&c, &s, at, &mut buf);
+    let asked = take(&src);
+    assert!(asked.iter().any(|a| matches!(a, Asked::Read(..))), "cold");
+    assert!(hinted_after_reads(&asked).is_empty(), "{asked:?}");
 }
