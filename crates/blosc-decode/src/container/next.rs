@@ -46,18 +46,9 @@ impl Container {
             self.stored_span(raw, n, &mut want);
             want.len() < MAX_CHUNKS
         });
-        if want.is_empty() {
-            return;
+        if !want.is_empty() {
+            self.spawn_hints(want, |s, at, n| s.will_read(at, n));
         }
-        let sources = self.index.sources.clone();
-        self.env.ahead.spawn(
-            crate::ahead::JobKind::Hint,
-            Box::new(move || {
-                for (src, at, n) in want {
-                    sources[src as usize].will_read(at, n);
-                }
-            }),
-        );
     }
 
     /// The window after a read of `len` bytes at `offset` (presented
