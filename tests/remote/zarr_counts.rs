@@ -116,3 +116,34 @@ fn s3_consolidated_groups_list_no_array_directory() {
     assert!(lists <= LISTED, "{lists} listings for {LISTED} directories");
     m.unmount();
 }
+
+/// From a server whose ETags are weak (the pages of such an object are not
+/// shared between opens), a chunk of an array a consolidated group
+/// presents is still fetched once: the GET that finds it by its key brings
+/// what its open reads first, kept for that open. (Each chunk was fetched
+/// twice, by the lookup and again by the open.)
+#[test]
+fn http_weak_etags_fetch_each_chunk_once() {
+    let d = groups();
+    let Some(srv) = Faulty::start_recording(d.path()) else {
+        return;
+    };
+    srv.set_fault("weak-etag");
+    let mut m = Remote::http(&srv).mount(&["xattr"]);
+    present(&m);
+    m.unmount();
+    let mut gets: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in srv.received() {
+        let (Some("GET"), Some(p)) = (r["method"].as_str(), r["path"].as_str()) else {
+            continue;
+        };
+        let key = p.split('?').next().unwrap_or(p);
+        let chunk = key.rsplit('/').next().unwrap_or("");
+        if chunk.starts_with(|c: char| c.is_ascii_digit()) || key.contains("/c/") {
+            *gets.entry(key.to_string()).or_default() += 1;
+        }
+    }
+    assert!(gets.len() >= 8, "chunk GETs seen: {gets:?}");
+    let twice: Vec<_> = gets.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "fetched more than once: {twice:?}");
+}

@@ -295,10 +295,16 @@ impl Remote {
         self.counted(list::stat(&self.0, key))
     }
 
-    /// The object at `key`, asked without a listing, with what its reader
-    /// reads `first` fetched in the same request ([`list::object`]).
-    pub fn object(&self, key: &str, first: First) -> std::io::Result<Option<Object>> {
-        self.counted(list::object(&self.0, key, first))
+    /// The object at `key`, asked without a listing, opened, with what its
+    /// reader reads `first` fetched in the same request and kept for it
+    /// ([`list::open_object`]).
+    pub fn open_object(
+        &self,
+        key: &str,
+        first: First,
+    ) -> std::io::Result<Option<Arc<RemoteObject>>> {
+        self.counted(list::open_object(&self.0, key, first))
+            .map(|o| o.map(Arc::new))
     }
 
     /// Positional reads of one version of an object (the one `obj`

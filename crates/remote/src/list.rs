@@ -9,8 +9,9 @@ use crate::object::MAX_FIRST;
 use crate::page_cache::PAGE;
 use crate::parse::{self, Tree};
 use crate::requests::{crate_list, manifest, xml_list, xml_pages, Keys};
-use crate::{Core, Entry, Listing, Object};
+use crate::{Core, Entry, Listing, Object, RemoteObject};
 use blosc_decode::io::First;
+use bytes::Bytes;
 use futures::StreamExt;
 use std::io;
 
@@ -151,26 +152,32 @@ fn prefix_has_entries(core: &Arc<Core>, key: &str) -> bool {
     }
 }
 
-/// The object at `key` by a GET of what its reader reads `first` (kept for
-/// the reads after it), without a listing: a file whose key is known (a
-/// Zarr chunk) costs no listing of its directory. `None` if there is none
-/// (404), or, by a manifest, if the manifest does not hold it.
-pub fn object(core: &Arc<Core>, key: &str, first: First) -> Result<Option<Object>> {
+/// The object at `key` by a GET of what its reader reads `first`, without
+/// a listing: a file whose key is known (a Zarr chunk) costs no listing of
+/// its directory. Returned opened, the bytes that GET brought kept for its
+/// reads (under the version it pins, shared with other opens or not).
+/// `None` if there is none (404), or, by a manifest, if the manifest does
+/// not hold it.
+pub fn open_object(core: &Arc<Core>, key: &str, first: First) -> Result<Option<RemoteObject>> {
     if key.is_empty() || !parse::showable_path(key) {
         return Ok(None);
     }
     if let Backend::Http { .. } = &core.backend {
         if core.opts.manifest.is_some() {
             return match stat(core, key) {
-                Ok(Entry::Object(o)) => Ok(Some(o)),
+                Ok(Entry::Object(o)) => Ok(Some(RemoteObject::new(core.clone(), o))),
                 Ok(Entry::Dir) => Ok(None),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
             };
         }
     }
-    match block_on(probe_first(core, key, first)) {
-        Ok(o) => Ok(Some(o)),
+    match block_on(get_first(core, key, first)) {
+        Ok((o, at, data)) => {
+            let src = RemoteObject::new(core.clone(), o);
+            src.keep(at, &data);
+            Ok(Some(src))
+        }
         Err(FetchError::Gone(_)) => Ok(None),
         Err(e) => Err(e.into_io()),
     }
@@ -182,8 +189,24 @@ async fn probe(core: &Arc<Core>, key: &str) -> Result<Object, FetchError> {
 }
 
 /// The object at `key` by a GET of its `first` bytes (at most
-/// [`MAX_FIRST`]), which are kept in the page cache.
+/// [`MAX_FIRST`]), which are kept in the page cache if another open may
+/// share them.
 async fn probe_first(core: &Arc<Core>, key: &str, first: First) -> Result<Object, FetchError> {
+    let (obj, at, data) = get_first(core, key, first).await?;
+    if let Some(v) = crate::shared_version(&obj) {
+        core.pages.lock().insert(v, at, &data, obj.len);
+    }
+    Ok(obj)
+}
+
+/// The object at `key` by a GET of its `first` bytes (at most
+/// [`MAX_FIRST`]), and those of them from a page boundary on: where they
+/// start, and the bytes.
+async fn get_first(
+    core: &Arc<Core>,
+    key: &str,
+    first: First,
+) -> Result<(Object, u64, Bytes), FetchError> {
     let f = &core.fetcher;
     let what = format!("GET {}", f.url(key));
     let get = |want| async { f.get(key, want, None).await.map_err(|e| e.named(&what)) };
@@ -206,22 +229,14 @@ async fn probe_first(core: &Arc<Core>, key: &str, first: First) -> Result<Object
         etag: ans.etag,
         mtime,
     };
-    // Keep the whole pages it brought, for the open after it (only those of
-    // a version another open may share).
-    let Some(v) = crate::shared_version(&obj) else {
-        return Ok(obj);
-    };
+    // The whole pages it brought.
     let start = match suffix {
         true => obj.len.saturating_sub(ans.data.len() as u64),
         false => 0,
     };
     let aligned = start.div_ceil(PAGE) * PAGE;
-    let skip = (aligned - start) as usize;
-    if skip < ans.data.len() {
-        let data = ans.data.slice(skip..);
-        core.pages.lock().insert(v, aligned, &data, obj.len);
-    }
-    Ok(obj)
+    let skip = ((aligned - start) as usize).min(ans.data.len());
+    Ok((obj, aligned, ans.data.slice(skip..)))
 }
 
 /// The answer to a GET of `want` (a range from 0), or to a GET of the

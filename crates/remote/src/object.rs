@@ -79,6 +79,15 @@ impl RemoteObject {
         &self.obj
     }
 
+    /// Keep `data`, this version's bytes from `at` (a page boundary), as
+    /// its pages: what the GET that found the object brought.
+    pub(crate) fn keep(&self, at: u64, data: &Bytes) {
+        self.core
+            .pages
+            .lock()
+            .insert(self.v, at, data, self.obj.len);
+    }
+
     /// Fetch the head and the tail concurrently (the whole object when
     /// small) so a container open costs at most 2 GETs. Called by the
     /// daemon before `open_source`.

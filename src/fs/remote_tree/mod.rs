@@ -359,23 +359,22 @@ impl SourceTree for RemoteTree {
             .lock()
             .get(&key)
             .map(|s| s.at.elapsed() < self.ttl);
-        let o = if seen == Some(true) || self.kept(parent, None).is_some() {
+        let src = if seen == Some(true) || self.kept(parent, None).is_some() {
             let Some(md) = stat_file(self, path)? else {
                 return Ok(None);
             };
-            self.object_as(path, &md)?
+            self.remote.open(&self.object_as(path, &md)?)
         } else {
-            let Some(o) = self
+            let Some(src) = self
                 .remote
-                .object(&key, first)
+                .open_object(&key, first)
                 .map_err(|e| err_in(e, path))?
             else {
                 return Ok(None);
             };
-            self.remember(key, Node::Object(o.clone()));
-            o
+            self.remember(key, Node::Object(src.object().clone()));
+            src
         };
-        let src = self.remote.open(&o);
         src.prefetch_first(first).map_err(|e| e.in_file(path))?;
         Ok(Some(src))
     }
