@@ -9,9 +9,10 @@
 //! after another, the reader waiting. So when a read of [`MIN_WINDOW`]
 //! bytes or more jumps (does not continue its reader's last one) and the
 //! first-axis slice of the faulting byte goes on past its end, the source
-//! is told, once the read is served, that the stored blocks of the next
-//! window of the same length will be read (`Source::will_read`: a local
-//! file has the kernel read them at once, a remote object fetches them).
+//! is told, by a hint job once the read is served, that the stored blocks
+//! of the next windows of the same length, up to the one the slice ends
+//! in, will be read (`Source::will_read`: a local file has the kernel read
+//! them at once, a remote object fetches them).
 //! Only I/O is started: decoding that window on another CPU meanwhile made
 //! the plane slower on two CPUs (the decode competes with the read's own,
 //! and its blocks are then copied out of the cache). A read whose slice
@@ -19,8 +20,10 @@
 
 use super::table::chunk_at;
 use super::{Container, View};
+use crate::ahead::JobKind;
 use crate::index::ChunkLoc;
 use crate::io::page_size;
+use std::sync::Arc;
 
 /// The shortest read that hints the window after it: the kernel's
 /// read-around of an `mmap` fault is 1 MiB (128 KiB with `-o
@@ -30,25 +33,37 @@ pub const MIN_WINDOW: usize = 128 << 10;
 /// Chunks of the next windows hinted, at most.
 const MAX_CHUNKS: usize = 8;
 
+/// Runs of the next windows walked, at most (an array of blocks narrower
+/// than its rows has thousands of short runs per window).
+const WALK: usize = 4096;
+
 /// Windows after the read hinted, at most.
 const MAX_WINDOWS: u64 = 4;
 
 impl Container {
     /// After a read of `len` bytes at `offset` that jumped (see the
-    /// module): the stored blocks of `offset + len..` for `len` more bytes,
-    /// in chunks already parsed, hinted to their source off the read path.
-    pub(super) fn hint_next_window(&self, offset: u64, len: usize) {
+    /// module): the stored blocks of the windows after it
+    /// ([`Container::next_window`]), in chunks already parsed, found and
+    /// hinted to their source by a hint job, off the read path.
+    pub(super) fn hint_next_window(self: &Arc<Self>, offset: u64, len: usize) {
         let Some(next) = self.next_window(offset, len) else {
             return;
         };
-        let mut want: Vec<(u32, u64, u64)> = Vec::new();
-        self.raw_runs(next.0, next.1, |raw, n| {
-            self.stored_span(raw, n, &mut want);
-            want.len() < MAX_CHUNKS
-        });
-        if !want.is_empty() {
-            self.spawn_hints(want, |s, at, n| s.will_read(at, n));
-        }
+        let me = self.clone();
+        self.env.ahead.spawn(
+            JobKind::Hint,
+            Box::new(move || {
+                let (mut want, mut runs) = (Vec::new(), 0);
+                me.raw_runs(next.0, next.1, |raw, n| {
+                    me.stored_span(raw, n, &mut want);
+                    runs += 1;
+                    want.len() < MAX_CHUNKS && runs < WALK
+                });
+                for (src, at, n) in want {
+                    me.index.sources[src as usize].will_read(at, n);
+                }
+            }),
+        );
     }
 
     /// The window after a read of `len` bytes at `offset` (presented

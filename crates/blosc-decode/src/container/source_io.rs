@@ -5,7 +5,7 @@ use super::chunk::ChunkCtx;
 use super::table::chunk_at;
 use super::Container;
 use crate::index::ChunkLoc;
-use crate::io::{Access, Source};
+use crate::io::Access;
 use std::sync::atomic::Ordering;
 
 /// Header and block starts of chunks of up to ~2,000 blocks: what a hint
@@ -64,20 +64,14 @@ impl Container {
         if want.len() < 2 {
             return;
         }
-        // Handed off: thousands of hints take milliseconds.
-        self.spawn_hints(want, |s, at, n| s.will_need(at, n));
-    }
-
-    /// Have a hint job (not a spare one: the reads it is for come soon)
-    /// give each of `want` (source, offset, length) to its source with
-    /// `hint`.
-    pub(super) fn spawn_hints(&self, want: Vec<(u32, u64, u64)>, hint: fn(&dyn Source, u64, u64)) {
         let sources = self.index.sources.clone();
+        // Handed off: thousands of hints take milliseconds. A hint job, not a
+        // spare one: the reads it is for come soon.
         self.env.ahead.spawn(
             crate::ahead::JobKind::Hint,
             Box::new(move || {
-                for (src, at, n) in want {
-                    hint(sources[src as usize].as_ref(), at, n);
+                for (src, offset, len) in want {
+                    sources[src as usize].will_need(offset, len);
                 }
             }),
         );
