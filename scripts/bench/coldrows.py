@@ -9,8 +9,12 @@ bench.py's b2nd rows; in $BENCH_DIR/coldrows, default /tmp/bloscfs-bench/coldrow
 r8 float64 4096x8192, r4 float32 8192x8192, p4 float32 256x512x512, p8 float64 128x512x512.
 For each array and each `-o readahead` value, rounds of (page cache dropped before each
 side, which side goes first alternating):
-  - ours: a fresh mount; open the `.npy` and read its header (Python's buffered reads, as
+  - ours: a fresh mount that has served another file (`warm/w.b2nd`, bench.warm),
+    so that its code is in memory as python-blosc2's library is in this process; then the
+    page cache dropped, open the `.npy` and read its header (Python's buffered reads, as
     np.load does), then np.memmap of the data and a copy of the middle row or plane;
+    `--fresh-daemon`: measured right after the mount appears instead (the daemon's start,
+    its code read from disk, counted in the header part);
   - theirs: python-blosc2 open, then the same slice;
   - floor: the same reads of a file of the same size on an empty FUSE fs answering from
     memory (scripts/bench/fusefloor): what the kernel's requests cost without decoding.
@@ -94,9 +98,22 @@ def middle(path, hdr, shape, dt):
     return x
 
 
-def ours(src, mp, name, opts, binary=None):
+FRESH = False  # --fresh-daemon
+
+
+def ready(src, mp, opts, log=None, binary=None):
+    """A fresh mount, warmed (unless --fresh-daemon), with the page cache dropped."""
+    if FRESH:
+        drop_caches()
+        return Daemon(src, mp, opts, log, binary)
+    m = Daemon(src, mp, opts, log, binary)
+    bench.warm(mp)
     drop_caches()
-    m = Daemon(src, mp, opts, binary=binary)
+    return m
+
+
+def ours(src, mp, name, opts, binary=None):
+    m = ready(src, mp, opts, binary=binary)
     path = os.path.join(mp, name + ".npy")
     t0 = time.perf_counter()
     hdr, shape, dt = header_len(path)
@@ -137,8 +154,8 @@ def counts(src, mp, name, opts, d, binary=None):
     log = os.path.join(d, "coldrows.log")
     if os.path.exists(log):
         os.unlink(log)
-    drop_caches()
-    m = Daemon(src, mp, opts, log, binary)
+    m = ready(src, mp, opts, log, binary)
+    start = os.path.getsize(log)  # what the warm-up logged is not counted
     path = os.path.join(mp, name + ".npy")
     b0 = daemon_stats(mp)["blocks_decoded"]
     hdr, shape, dt = header_len(path)
@@ -146,7 +163,8 @@ def counts(src, mp, name, opts, d, binary=None):
     middle(path, hdr, shape, dt)
     b2 = daemon_stats(mp)["blocks_decoded"]
     m.close()
-    reqs = [tuple(int(g) for g in r.groups()) for r in READ.finditer(open(log).read())]
+    text = open(log, "rb").read()[start:].decode(errors="replace")
+    reqs = [tuple(int(g) for g in r.groups()) for r in READ.finditer(text)]
     a = blosc2.open(os.path.join(src, name + ".b2nd"))
     blk = int(np.prod(a.blocks)) * a.dtype.itemsize
     per_chunk = int(np.prod(a.chunks)) // int(np.prod(a.blocks))
@@ -196,7 +214,11 @@ def main():
     ap.add_argument("--rand", action="store_true", help="cold random 4 KiB reads instead")
     ap.add_argument("--reads", type=int, default=100, help="reads per round of --rand")
     ap.add_argument("--before", help="another bloscfs binary, measured side by side as `prev`")
+    ap.add_argument("--fresh-daemon", action="store_true",
+                    help="measure each mount right after it appears, its start included")
     a = ap.parse_args()
+    global FRESH
+    FRESH = a.fresh_daemon
     d = os.path.join(os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench"), "coldrows")
     src = os.path.join(d, "src")
     os.makedirs(src, exist_ok=True)
@@ -205,6 +227,7 @@ def main():
     names = a.arrays.split(",")
     for n in names:
         make(src, n)
+    bench.make_warm(src)
     if a.rand:
         return rand(src, mp, names, a.rounds, a.reads)
     if a.scans:
@@ -316,10 +339,9 @@ def rand(src, mp, names, rounds, reads):
             at = [int(x) * per for x in rng.integers(0, total // per, reads)]
             t = {}
             for side in (("ours", "theirs") if k % 2 == 0 else ("theirs", "ours")):
-                drop_caches()
                 lat = []
                 if side == "ours":
-                    m = Daemon(src, mp, [])
+                    m = ready(src, mp, [])
                     fd = os.open(path, os.O_RDONLY)
                     for e in at:
                         t0 = time.perf_counter()
@@ -328,6 +350,7 @@ def rand(src, mp, names, rounds, reads):
                     os.close(fd)
                     m.close()
                 else:
+                    drop_caches()
                     a = blosc2.open(os.path.join(src, n + ".b2nd"))
                     for e in at:
                         sl = flat_slice(shape, e, per)
