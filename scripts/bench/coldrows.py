@@ -26,7 +26,8 @@ Prints medians and ratios (ours/theirs: below 1 favours bloscfs).
 (`prev`), with its own counts: a change compared side by side.
 `--rand`: instead, cold random 4 KiB reads of each `.npy` (preads at offsets aligned in the
 data, a fresh mount per round) against python-blosc2 reading the same elements (one open,
-then a slice per read), both cold, p50 per round: the median of the per-round ratios.
+then a slice per read), both cold, p50 per round: the median of the per-round ratios; and
+the same reads with the reader and the daemon on one CPU (`pinned`).
 `--scans`: instead, cold full scans of each array's `.npy` (np.load, and np.load(mmap_mode="r")
 + copy) against the ceiling 1/(1/FUSE floor + 1/`bloscfs cat` rate), all in the same run.
 """
@@ -324,8 +325,12 @@ def scans(src, mp, fmp, names, rounds, before=None):
 
 
 def rand(src, mp, names, rounds, reads):
-    """Cold random 4 KiB reads of each `.npy` vs python-blosc2 reading the same elements."""
-    print(f"{'array':5} | {'ours p50 us':>11} {'blosc2 p50 us':>13} | ours/blosc2 (median of rounds) | per round")
+    """Cold random 4 KiB reads of each `.npy` vs python-blosc2 reading the same elements; and
+    ours again with the reader and all the daemon's threads on CPU 0 (`pinned`): each request
+    and its reply then wake a thread on the CPU that is going idle, not on an idle one."""
+    print(f"{'array':5} | {'ours p50 us':>11} {'blosc2 p50 us':>13} | ours/blosc2 (median of rounds) | "
+          f"per round | pinned p50 us, pinned/blosc2")
+    allcpus = os.sched_getaffinity(0)
     for n in names:
         m = Daemon(src, mp, [])
         path = os.path.join(mp, n + ".npy")
@@ -334,20 +339,26 @@ def rand(src, mp, names, rounds, reads):
         per = 4096 // dt.itemsize
         total = int(np.prod(shape))
         rng = np.random.default_rng(7)
-        ratios, p50s = [], []
+        ratios, p50s, pinned = [], [], []
         for k in range(rounds):
             at = [int(x) * per for x in rng.integers(0, total // per, reads)]
             t = {}
-            for side in (("ours", "theirs") if k % 2 == 0 else ("theirs", "ours")):
+            sides = ("ours", "theirs", "pinned")
+            for side in (sides if k % 2 == 0 else sides[::-1]):
                 lat = []
-                if side == "ours":
+                if side in ("ours", "pinned"):
                     m = ready(src, mp, [])
+                    if side == "pinned":
+                        for tid in os.listdir(f"/proc/{m.p.pid}/task"):
+                            os.sched_setaffinity(int(tid), {0})
+                        os.sched_setaffinity(0, {0})
                     fd = os.open(path, os.O_RDONLY)
                     for e in at:
                         t0 = time.perf_counter()
                         os.pread(fd, 4096, hdr + e * dt.itemsize)
                         lat.append(time.perf_counter() - t0)
                     os.close(fd)
+                    os.sched_setaffinity(0, allcpus)
                     m.close()
                 else:
                     drop_caches()
@@ -359,10 +370,12 @@ def rand(src, mp, names, rounds, reads):
                         lat.append(time.perf_counter() - t0)
                 t[side] = statistics.median(lat)
             ratios.append(t["ours"] / t["theirs"])
-            p50s.append((t["ours"], t["theirs"]))
-        print(f"{n:5} | {statistics.median(o for o, _ in p50s) * 1e6:11.0f} "
-              f"{statistics.median(b for _, b in p50s) * 1e6:13.0f} | {statistics.median(ratios):.2f} | "
-              f"{sorted(round(r, 2) for r in ratios)}")
+            pinned.append(t["pinned"] / t["theirs"])
+            p50s.append((t["ours"], t["theirs"], t["pinned"]))
+        print(f"{n:5} | {statistics.median(o for o, _, _ in p50s) * 1e6:11.0f} "
+              f"{statistics.median(b for _, b, _ in p50s) * 1e6:13.0f} | {statistics.median(ratios):.2f} | "
+              f"{sorted(round(r, 2) for r in ratios)} | "
+              f"{statistics.median(q for _, _, q in p50s) * 1e6:.0f}, {statistics.median(pinned):.2f}")
         sys.stdout.flush()
 
 
