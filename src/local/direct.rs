@@ -149,9 +149,6 @@ impl Source for DirectFile {
     fn will_need(&self, offset: u64, len: u64) {
         self.file.will_need(offset, len)
     }
-    fn will_read(&self, offset: u64, len: u64) {
-        self.file.will_read(offset, len)
-    }
     fn read_span<'a>(
         &self,
         offset: u64,

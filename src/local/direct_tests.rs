@@ -185,3 +185,48 @@ fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
         "a block already in the page cache is read from it"
     );
 }
+
+/// `source_io=auto`: a cold random read across several blocks still reads
+/// them bypassing the page cache. Announcing a request's blocks
+/// (`Source::will_read`) must not have the kernel read them into it: the
+/// reads then found the range cached, went through the page cache and
+/// waited for that read, and a sequential reader was slower.
+#[test]
+fn announcing_a_cold_read_s_blocks_keeps_them_out_of_the_page_cache() {
+    use std::io::Write;
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("memcpyed.blosc1");
+    let n = 32usize << 20;
+    let bs = 256u32 << 10;
+    let mut seed = 11u64;
+    let data = random_bytes(n, &mut seed);
+    let mut chunk = vec![2u8, 1, 0x02, 1];
+    chunk.extend_from_slice(&(n as u32).to_le_bytes());
+    chunk.extend_from_slice(&bs.to_le_bytes());
+    chunk.extend_from_slice(&(n as u32 + 16).to_le_bytes());
+    chunk.extend_from_slice(&data);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(&chunk)
+        .unwrap();
+    assert!(
+        can_bypass_page_cache(&p),
+        "this test needs cachestat(2) and O_DIRECT"
+    );
+    let env = Env::new(64 << 20);
+    let c = crate::local::open_path(&p, &env).unwrap().unwrap();
+    let f = std::fs::File::open(&p).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: plain advice on an open descriptor.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    // Three blocks: the end of one, a whole one, the start of the next.
+    let at = (20u64 << 20) + 5;
+    let mut buf = vec![0u8; 600 << 10];
+    assert_eq!(c.read_at(at, &mut buf).unwrap(), buf.len());
+    assert_eq!(buf, data[at as usize..at as usize + buf.len()]);
+    assert!(
+        env.stats.source_direct_reads.load(Relaxed) >= 1,
+        "the cold blocks were read through the page cache"
+    );
+}

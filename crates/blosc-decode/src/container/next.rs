@@ -11,8 +11,8 @@
 //! first-axis slice of the faulting byte goes on past its end, the source
 //! is told, by a hint job once the read is served, that the stored blocks
 //! of the next windows of the same length, up to the one the slice ends
-//! in, will be read (`Source::will_read`: a local file has the kernel read
-//! them at once, a remote object fetches them).
+//! in, will be needed (`Source::will_need`: a local file has the kernel
+//! read them into the page cache, a remote object queues their fetch).
 //! Only I/O is started: decoding that window on another CPU meanwhile made
 //! the plane slower on two CPUs (the decode competes with the read's own,
 //! and its blocks are then copied out of the cache). A read whose slice
@@ -60,7 +60,7 @@ impl Container {
                     want.len() < MAX_CHUNKS && runs < WALK
                 });
                 for (src, at, n) in want {
-                    me.index.sources[src as usize].will_read(at, n);
+                    me.index.sources[src as usize].will_need(at, n);
                 }
             }),
         );

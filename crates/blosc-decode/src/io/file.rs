@@ -159,13 +159,6 @@ impl Source for FileSource {
         // no hint was taken.
         unsafe { libc::posix_fadvise(self.file.as_raw_fd(), o, l, libc::POSIX_FADV_WILLNEED) };
     }
-    /// The kernel is asked to start reading all of them at once (as
-    /// [`Source::will_need`]): the blocks' reads then wait for that, not
-    /// for one disk read after another (a random read's pages get no
-    /// read-ahead).
-    fn will_read(&self, offset: u64, len: u64) {
-        self.will_need(offset, len);
-    }
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let r = self.file.read_exact_at(buf, offset).map_err(|e| {
             let mut err = Error::from(e);

@@ -112,11 +112,6 @@ impl<O: Opener> Source for LazyFile<O> {
             f.will_need(offset, len);
         }
     }
-    fn will_read(&self, offset: u64, len: u64) {
-        if let Some(f) = self.kept.get() {
-            f.will_read(offset, len);
-        }
-    }
     fn read_span<'a>(
         &self,
         offset: u64,

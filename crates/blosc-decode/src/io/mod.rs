@@ -154,9 +154,11 @@ pub trait Source: Send + Sync {
     }
     /// `len` bytes at `offset` are about to be read, in several reads (the
     /// stored blocks one request touches): a source whose every read costs
-    /// a round trip (a remote object, a file's disk) starts fetching them
-    /// together and returns at once, so those reads wait for one fetch.
-    /// Others ignore it.
+    /// a round trip starts fetching them together and returns at once, so
+    /// those reads wait for one fetch. Others ignore it: a local file's
+    /// reads follow at once, through the kernel's read-ahead or bypassing
+    /// the page cache for a cold range (a `POSIX_FADV_WILLNEED` here made
+    /// them wait for that read instead, and a sequential reader slower).
     fn will_read(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }

@@ -183,8 +183,8 @@ fn a_read_across_cold_chunks_hints_their_starts_first() {
     );
 }
 
-/// The `will_read` spans asked for after the last read of `asked` (a
-/// read's own blocks are announced before they are read).
+/// The `will_need` spans asked for after the last read of `asked` (a
+/// read's own blocks are announced, by `will_read`, before they are read).
 fn hinted_after_reads(asked: &[Asked]) -> Vec<(u64, u64)> {
     let from = asked
         .iter()
@@ -193,7 +193,7 @@ fn hinted_after_reads(asked: &[Asked]) -> Vec<(u64, u64)> {
     asked[from..]
         .iter()
         .filter_map(|a| match *a {
-            Asked::WillRead(o, n) => Some((o, n)),
+            Asked::Hint(o, n) => Some((o, n)),
             _ => None,
         })
         .collect()
