@@ -124,20 +124,12 @@ fn can_bypass_page_cache(p: &std::path::Path) -> bool {
     unsafe { libc::syscall(451, f.as_raw_fd(), range.as_ptr(), st.as_mut_ptr(), 0u32) == 0 }
 }
 
-/// `source_io=auto`: a random read of a block not in the page cache
-/// bypasses it (`O_DIRECT`); the next block, read sequentially, and a block
-/// already in the page cache are read through it. Bytes are exact each way.
-/// The file is a Blosc1 memcpyed chunk of 32 MiB (256 KiB blocks), so every
-/// block read is 256 KiB from the source.
-#[test]
-fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
+/// A Blosc1 memcpyed chunk of 32 MiB of random bytes (256 KiB blocks) in
+/// `dir`: its path and its bytes. Every block read is 256 KiB of source.
+fn memcpyed_chunk(dir: &std::path::Path, mut seed: u64) -> (std::path::PathBuf, Vec<u8>) {
     use std::io::Write;
-    use std::os::unix::io::AsRawFd;
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("memcpyed.blosc1");
-    let n = 32usize << 20;
-    let bs = 256u32 << 10;
-    let mut seed = 7u64;
+    let p = dir.join("memcpyed.blosc1");
+    let (n, bs) = (32usize << 20, 256u32 << 10);
     let data = random_bytes(n, &mut seed);
     let mut chunk = vec![2u8, 1, 0x02, 1];
     chunk.extend_from_slice(&(n as u32).to_le_bytes());
@@ -148,6 +140,20 @@ fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
         .unwrap()
         .write_all(&chunk)
         .unwrap();
+    (p, data)
+}
+
+/// `source_io=auto`: a random read of a block not in the page cache
+/// bypasses it (`O_DIRECT`); the next block, read sequentially, and a block
+/// already in the page cache are read through it. Bytes are exact each way.
+/// The file is a Blosc1 memcpyed chunk of 32 MiB (256 KiB blocks), so every
+/// block read is 256 KiB from the source.
+#[test]
+fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let (p, data) = memcpyed_chunk(dir.path(), 7);
+    let bs = 256u32 << 10;
     if !can_bypass_page_cache(&p) {
         eprintln!("skipped: no cachestat(2) or no O_DIRECT here");
         return;
@@ -188,28 +194,14 @@ fn auto_source_io_bypasses_the_page_cache_for_cold_random_blocks_only() {
 
 /// `source_io=auto`: a cold random read across several blocks still reads
 /// them bypassing the page cache. Announcing a request's blocks
-/// (`Source::will_read`) must not have the kernel read them into it: the
-/// reads then found the range cached, went through the page cache and
-/// waited for that read, and a sequential reader was slower.
+/// (`Source::will_read`) must not have the kernel read them into it, or
+/// the reads would find the range cached, go through the page cache and
+/// wait for that read.
 #[test]
 fn announcing_a_cold_read_s_blocks_keeps_them_out_of_the_page_cache() {
-    use std::io::Write;
     use std::os::unix::io::AsRawFd;
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("memcpyed.blosc1");
-    let n = 32usize << 20;
-    let bs = 256u32 << 10;
-    let mut seed = 11u64;
-    let data = random_bytes(n, &mut seed);
-    let mut chunk = vec![2u8, 1, 0x02, 1];
-    chunk.extend_from_slice(&(n as u32).to_le_bytes());
-    chunk.extend_from_slice(&bs.to_le_bytes());
-    chunk.extend_from_slice(&(n as u32 + 16).to_le_bytes());
-    chunk.extend_from_slice(&data);
-    std::fs::File::create(&p)
-        .unwrap()
-        .write_all(&chunk)
-        .unwrap();
+    let (p, data) = memcpyed_chunk(dir.path(), 11);
     assert!(
         can_bypass_page_cache(&p),
         "this test needs cachestat(2) and O_DIRECT"

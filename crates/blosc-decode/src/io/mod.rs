@@ -157,8 +157,9 @@ pub trait Source: Send + Sync {
     /// a round trip starts fetching them together and returns at once, so
     /// those reads wait for one fetch. Others ignore it: a local file's
     /// reads follow at once, through the kernel's read-ahead or bypassing
-    /// the page cache for a cold range (a `POSIX_FADV_WILLNEED` here made
-    /// them wait for that read instead, and a sequential reader slower).
+    /// the page cache for a cold range (a `POSIX_FADV_WILLNEED` here would
+    /// have them wait for that read instead, and cost a sequential reader
+    /// the kernel's read-ahead).
     fn will_read(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
