@@ -59,9 +59,7 @@ impl Container {
                     runs += 1;
                     want.len() < MAX_CHUNKS && runs < WALK
                 });
-                for (src, at, n) in want {
-                    me.index.sources[src as usize].will_need(at, n);
-                }
+                super::source_io::need(&me.index.sources, want);
             }),
         );
     }

@@ -5,8 +5,9 @@ use super::chunk::ChunkCtx;
 use super::table::chunk_at;
 use super::Container;
 use crate::index::ChunkLoc;
-use crate::io::Access;
+use crate::io::{Access, Source};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Header and block starts of chunks of up to ~2,000 blocks: what a hint
 /// asks the source to read of a chunk not parsed yet.
@@ -70,9 +71,7 @@ impl Container {
         self.env.ahead.spawn(
             crate::ahead::JobKind::Hint,
             Box::new(move || {
-                for (src, offset, len) in want {
-                    sources[src as usize].will_need(offset, len);
-                }
+                need(&sources, want);
             }),
         );
     }
@@ -133,5 +132,13 @@ impl Container {
             } if self.layouts.get(ci)?.get().is_none() => Some((src, offset, cbytes.min(HEAD))),
             _ => None,
         }
+    }
+}
+
+/// Tell each source of `want` (source, offset, length) that those bytes
+/// will be needed ([`Source::will_need`]): what a hint job does.
+pub(super) fn need(sources: &[Arc<dyn Source>], want: Vec<(u32, u64, u64)>) {
+    for (src, offset, len) in want {
+        sources[src as usize].will_need(offset, len);
     }
 }

@@ -1,5 +1,5 @@
-//! What a container tells its source ahead of reading (`will_need`,
-//! `will_read`): a cold source then waits for the disk once for the chunk
+//! What a container tells its source ahead of reading (`will_need`): a
+//! cold source then waits for the disk once for the chunk
 //! starts a read needs, not once per chunk, and a plane's reader does not
 //! wait for its blocks one disk read after another. The files are
 //! python-blosc2's (`blocks-lz4.b2frame`: 4 chunks of 1 MiB, blocks of
@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 enum Asked {
     Read(u64, usize),
     Hint(u64, u64),
-    WillRead(u64, u64),
 }
 
 /// A file that records its positional reads and the hints it is given.
@@ -37,9 +36,6 @@ impl Source for Recorded {
     }
     fn will_need(&self, offset: u64, len: u64) {
         self.1.lock().unwrap().push(Asked::Hint(offset, len));
-    }
-    fn will_read(&self, offset: u64, len: u64) {
-        self.1.lock().unwrap().push(Asked::WillRead(offset, len));
     }
 }
 
@@ -183,8 +179,7 @@ fn a_read_across_cold_chunks_hints_their_starts_first() {
     );
 }
 
-/// The `will_need` spans asked for after the last read of `asked` (a
-/// read's own blocks are announced, by `will_read`, before they are read).
+/// The `will_need` spans asked for after the last read of `asked`.
 fn hinted_after_reads(asked: &[Asked]) -> Vec<(u64, u64)> {
     let from = asked
         .iter()
