@@ -112,6 +112,9 @@ pub struct MountArgs {
     /// given, the kernel's: 1 MiB). A read-ahead window larger than it
     /// comes as several requests, served at once.
     pub max_read: u64,
+    /// Take requests through FUSE-over-io_uring queues when the kernel
+    /// offers them (`-o uring=`; default auto).
+    pub uring: bool,
     /// Serve extended attributes (`-o xattr`). Off, the kernel is told
     /// once and asks no more.
     pub xattr: bool,
@@ -187,6 +190,7 @@ impl Default for MountArgs {
             threads: 0,
             readahead: 1 << 20,
             max_read: 0,
+            uring: true,
             xattr: false,
             allow_other: false,
             allow_root: false,

@@ -215,6 +215,7 @@ def main():
     ap.add_argument("--rand", action="store_true", help="cold random 4 KiB reads instead")
     ap.add_argument("--reads", type=int, default=100, help="reads per round of --rand")
     ap.add_argument("--before", help="another bloscfs binary, measured side by side as `prev`")
+    ap.add_argument("--alt", help="with --rand: mount options (-o) of one more side, `alt`")
     ap.add_argument("--fresh-daemon", action="store_true",
                     help="measure each mount right after it appears, its start included")
     a = ap.parse_args()
@@ -230,7 +231,7 @@ def main():
         make(src, n)
     bench.make_warm(src)
     if a.rand:
-        return rand(src, mp, names, a.rounds, a.reads)
+        return rand(src, mp, names, a.rounds, a.reads, a.before, a.alt)
     if a.scans:
         return scans(src, mp, fmp, names, a.rounds, a.before)
     print(f"{'array':5} {'readahead':9} | {'ours ms':>8} {'hdr':>6} | {'blosc2 ms':>9} {'open':>6} | "
@@ -324,12 +325,15 @@ def scans(src, mp, fmp, names, rounds, before=None):
         sys.stdout.flush()
 
 
-def rand(src, mp, names, rounds, reads):
+def rand(src, mp, names, rounds, reads, before=None, alt=None):
     """Cold random 4 KiB reads of each `.npy` vs python-blosc2 reading the same elements; and
     ours again with the reader and all the daemon's threads on CPU 0 (`pinned`): each request
-    and its reply then wake a thread on the CPU that is going idle, not on an idle one."""
+    and its reply then wake a thread on the CPU that is going idle, not on an idle one.
+    `before` (a binary) and `alt` (mount options) add a side each, `prev` and `alt`."""
+    others = ([("prev", [], before)] if before else []) + ([("alt", [alt], None)] if alt else [])
     print(f"{'array':5} | {'ours p50 us':>11} {'blosc2 p50 us':>13} | ours/blosc2 (median of rounds) | "
-          f"per round | pinned p50 us, pinned/blosc2")
+          f"per round | pinned p50 us, pinned/blosc2"
+          + "".join(f" | {o} p50 us, {o}/blosc2" for o, _, _ in others))
     allcpus = os.sched_getaffinity(0)
     for n in names:
         m = Daemon(src, mp, [])
@@ -340,14 +344,16 @@ def rand(src, mp, names, rounds, reads):
         total = int(np.prod(shape))
         rng = np.random.default_rng(7)
         ratios, p50s, pinned = [], [], []
+        other = {o: [] for o, _, _ in others}
         for k in range(rounds):
             at = [int(x) * per for x in rng.integers(0, total // per, reads)]
             t = {}
-            sides = ("ours", "theirs", "pinned")
+            sides = ("ours", "theirs", "pinned") + tuple(o for o, _, _ in others)
             for side in (sides if k % 2 == 0 else sides[::-1]):
                 lat = []
-                if side in ("ours", "pinned"):
-                    m = ready(src, mp, [])
+                if side != "theirs":
+                    opts, binary = next(((o, b) for name, o, b in others if name == side), ([], None))
+                    m = ready(src, mp, opts, binary=binary)
                     if side == "pinned":
                         for tid in os.listdir(f"/proc/{m.p.pid}/task"):
                             os.sched_setaffinity(int(tid), {0})
@@ -371,11 +377,15 @@ def rand(src, mp, names, rounds, reads):
                 t[side] = statistics.median(lat)
             ratios.append(t["ours"] / t["theirs"])
             pinned.append(t["pinned"] / t["theirs"])
+            for o in other:
+                other[o].append((t[o], t[o] / t["theirs"]))
             p50s.append((t["ours"], t["theirs"], t["pinned"]))
         print(f"{n:5} | {statistics.median(o for o, _, _ in p50s) * 1e6:11.0f} "
               f"{statistics.median(b for _, b, _ in p50s) * 1e6:13.0f} | {statistics.median(ratios):.2f} | "
               f"{sorted(round(r, 2) for r in ratios)} | "
-              f"{statistics.median(q for _, _, q in p50s) * 1e6:.0f}, {statistics.median(pinned):.2f}")
+              f"{statistics.median(q for _, _, q in p50s) * 1e6:.0f}, {statistics.median(pinned):.2f}"
+              + "".join(f" | {statistics.median(p for p, _ in v) * 1e6:.0f}, "
+                        f"{statistics.median(r for _, r in v):.2f}" for v in other.values()))
         sys.stdout.flush()
 
 

@@ -155,6 +155,9 @@ impl BloscFuse {
 impl Filesystem for BloscFuse {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_readahead(1 << 20);
+        // Nothing is written: the largest request is a read, and an
+        // io_uring queue's buffers are sized by the largest write.
+        let _ = config.set_max_write(readbuf::REQUEST_MAX as u32);
         let bg = max_background(self.threads);
         let _ = config.set_max_background(bg);
         let _ = config.set_congestion_threshold(bg / 4 * 3);
@@ -429,7 +432,14 @@ impl Filesystem for BloscFuse {
         if !self.xattr {
             return reply.error(Errno::ENOSYS);
         }
-        let work = || self.fs.getxattr(ino.0, name);
+        let work = || {
+            let mut v = self.fs.getxattr(ino.0, name)?;
+            if ino.0 == fs::ROOT_INO && name == "user.bloscfs.stats" {
+                // The transport's own counter, which only this adapter sees.
+                v.extend(format!("fuse_ring_requests={}\n", fuser::uring_requests()).bytes());
+            }
+            Ok(v)
+        };
         self.serve(req, reply, work, |r, v| xattr_reply(r, &v, size), drop);
     }
 

@@ -76,6 +76,7 @@ fn config(m: &MountArgs) -> fuser::Config {
     c.n_threads = Some(m.fuse_threads());
     // Each worker thread reads requests from its own /dev/fuse clone.
     c.clone_fd = true;
+    c.io_uring = m.uring;
     c
 }
 

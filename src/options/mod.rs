@@ -112,6 +112,19 @@ pub const OPTIONS: &[Opt] = &[
             Ok(())
         },
     ),
+    opt(
+        &["uring"],
+        "  -o uring=MODE          auto (default): take requests through the kernel's per-CPU FUSE\n\
+         \x20                        io_uring queues when it offers them (fuse enable_uring); off: never\n",
+        |m, k, v| {
+            m.uring = match v {
+                "auto" => true,
+                "off" => false,
+                _ => return Err(format!("{k}: not auto or off: {v}")),
+            };
+            Ok(())
+        },
+    ),
     flag(
         &["allow_other"],
         "  -o allow_other         let other users read (implies default_permissions)\n",

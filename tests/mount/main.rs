@@ -14,5 +14,6 @@ mod mount;
 mod proxy;
 mod security;
 mod stores;
+mod uring;
 mod zarr;
 mod zarr_attrs;

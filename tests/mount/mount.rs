@@ -31,7 +31,7 @@ impl Mount {
         self.dir.path().join("mnt")
     }
     /// Mount in the foreground (`-f`) as a child process.
-    fn foreground(extra: &[&str]) -> Mount {
+    pub(crate) fn foreground(extra: &[&str]) -> Mount {
         Mount::prepare().mount_foreground(extra)
     }
     /// Mount a prepared tree in the foreground (`-f`) as a child process.

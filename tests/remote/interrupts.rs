@@ -48,7 +48,7 @@ struct Held {
     _dir: tempfile::TempDir,
 }
 
-fn held_frame() -> Option<Held> {
+fn held_frame(uring: &str) -> Option<Held> {
     let py = python()?;
     let d = tempfile::tempdir().unwrap();
     let src = d.path().join("src");
@@ -63,7 +63,7 @@ fn held_frame() -> Option<Held> {
     assert!(st.success(), "python-blosc2 writing the frame");
     std::fs::write(src.join("healthy.txt"), b"healthy\n").unwrap();
     let f = Faulty::start(&src)?;
-    let m = Remote::http(&f).mount(&["timeout=600", "debug"]);
+    let m = Remote::http(&f).mount(&["timeout=600", "debug", uring]);
     let big = bloscfs::names::presented_name("big.b2frame".as_ref(), false);
     Some(Held {
         f,
@@ -174,13 +174,25 @@ fn signalled(st: std::process::ExitStatus, sig: i32) -> bool {
 }
 
 /// A read the server holds (the file opened before the hold), its reader
-/// killed: released at once; the daemon serves on.
+/// killed: released at once; the daemon serves on. Through the io_uring
+/// queues where the kernel offers them (the answer then commits the entry
+/// of a thread still waiting on the server: another thread takes it over,
+/// and the daemon still ends when unmounted), and through `/dev/fuse`.
 #[test]
 fn a_killed_reader_of_a_held_read_is_released() {
+    killed_reader_released("uring=auto");
+}
+
+#[test]
+fn a_killed_reader_of_a_held_read_is_released_through_dev_fuse() {
+    killed_reader_released("uring=off");
+}
+
+fn killed_reader_released(uring: &str) {
     if !fuse_available() {
         return;
     }
-    let Some(mut h) = held_frame() else {
+    let Some(mut h) = held_frame(uring) else {
         return;
     };
     let release = Release(&h.f);
@@ -215,7 +227,7 @@ fn an_interrupted_cat_of_a_held_open_is_released() {
     if !fuse_available() {
         return;
     }
-    let Some(mut h) = held_frame() else {
+    let Some(mut h) = held_frame("uring=auto") else {
         return;
     };
     let release = Release(&h.f);

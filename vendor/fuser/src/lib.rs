@@ -102,6 +102,10 @@ mod request;
 mod request_param;
 mod session;
 mod time;
+#[cfg(target_os = "linux")]
+mod uring;
+#[cfg(target_os = "linux")]
+pub use uring::requests as uring_requests;
 
 /// We generally support async reads
 #[cfg(not(target_os = "macos"))]

@@ -139,6 +139,9 @@ pub struct Session<FS: Filesystem> {
     /// The field is set to `Some` when the init message is received.
     pub(crate) proto_version: Option<Version>,
     pub(crate) config: Config,
+    /// PATCHED: the io_uring entries (with their queue's CPU), when the
+    /// kernel takes requests through them.
+    uring: Vec<(usize, &'static crate::uring::Entry)>,
 }
 
 impl<FS: Filesystem> AsFd for Session<FS> {
@@ -186,6 +189,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config: options.clone(),
+            uring: Vec::new(),
         };
 
         session.handshake()?;
@@ -214,6 +218,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner: geteuid(),
             proto_version: None,
             config,
+            uring: Vec::new(),
         };
 
         session.handshake()?;
@@ -252,6 +257,7 @@ impl<FS: Filesystem> Session<FS> {
             session_owner,
             proto_version: _,
             config,
+            uring,
         } = self;
 
         let n_threads = config.n_threads.unwrap_or(1);
@@ -263,7 +269,10 @@ impl<FS: Filesystem> Session<FS> {
             ));
         }
 
-        let Some(n_threads_minus_one) = n_threads.checked_sub(1) else {
+        // With io_uring queues, one thread reads /dev/fuse (interrupts,
+        // forgets, and the requests before the queues are up).
+        let dev_threads = if uring.is_empty() { n_threads } else { 1 };
+        let Some(n_threads_minus_one) = dev_threads.checked_sub(1) else {
             return Err(io::Error::other("n_threads"));
         };
 
@@ -286,6 +295,7 @@ impl<FS: Filesystem> Session<FS> {
                 channels.push(ch.clone());
             }
         }
+        let ch_ring = ch.clone();
         channels.push(ch);
 
         let mut threads = Vec::with_capacity(n_threads);
@@ -306,18 +316,54 @@ impl<FS: Filesystem> Session<FS> {
             );
         }
 
-        let mut reply: io::Result<()> = Ok(());
-        for thread in threads {
-            let res = match thread.join() {
-                Ok(res) => res,
-                Err(_) => {
-                    return Err(io::Error::other("event loop thread panicked"));
+        // PATCHED: a thread per io_uring entry, pinned to its queue's CPU;
+        // another one when an entry is taken over (see `uring::Entry`),
+        // joined with the others.
+        let late: Arc<Mutex<Vec<JoinHandle<io::Result<()>>>>> = Arc::default();
+        for (i, (cpu, entry)) in uring.into_iter().enumerate() {
+            let weak = Arc::downgrade(&filesystem);
+            let (ch, late2) = (ch_ring.clone(), late.clone());
+            let start = move || {
+                let Some(filesystem) = weak.upgrade() else {
+                    return;
+                };
+                let event_loop = SessionEventLoop {
+                    thread_name: format!("fuser-q{cpu}-{i}"),
+                    filesystem,
+                    ch: ch.clone(),
+                    allowed,
+                    session_owner,
+                };
+                let t = thread::Builder::new()
+                    .name(format!("fuser-q{cpu}-{i}"))
+                    .spawn(move || crate::uring::serve(entry, cpu, &event_loop));
+                match t {
+                    Ok(t) => late2.lock().push(t),
+                    Err(e) => error!("FUSE queue thread not started: {e}"),
                 }
             };
-            if let Err(e) = res {
-                if reply.is_ok() {
-                    reply = Err(e);
+            start();
+            crate::uring::on_takeover(entry, Box::new(start));
+        }
+
+        let mut reply: io::Result<()> = Ok(());
+        loop {
+            for thread in threads {
+                let res = match thread.join() {
+                    Ok(res) => res,
+                    Err(_) => {
+                        return Err(io::Error::other("event loop thread panicked"));
+                    }
+                };
+                if let Err(e) = res {
+                    if reply.is_ok() {
+                        reply = Err(e);
+                    }
                 }
+            }
+            threads = late.lock().drain(..).collect();
+            if threads.is_empty() {
+                break;
             }
         }
 
@@ -330,6 +376,36 @@ impl<FS: Filesystem> Session<FS> {
         filesystem.destroy();
 
         reply
+    }
+
+    /// PATCHED: the ring entries of every queue (the kernel waits for all of
+    /// them before it sends a request through any), made before the INIT
+    /// reply asks for io_uring, so that a failure leaves `/dev/fuse` in use.
+    fn make_rings(&self, config: &KernelConfig) -> Vec<(usize, &'static crate::uring::Entry)> {
+        let Ok(queues) = crate::uring::possible_cpus() else {
+            return Vec::new();
+        };
+        if !crate::uring::probe() {
+            return Vec::new();
+        }
+        let page = page_size::get();
+        let payload = (config.max_write as usize)
+            .max(usize::from(config.max_pages()) * page)
+            .max(8192);
+        let per_queue = self.config.n_threads.unwrap_or(1).div_ceil(queues).max(1);
+        let mut entries = Vec::with_capacity(queues * per_queue);
+        for _ in 0..per_queue {
+            for q in 0..queues {
+                match crate::uring::Entry::new(self.ch.dev(), q as u16, payload) {
+                    Ok(e) => entries.push((q, e)),
+                    Err(e) => {
+                        warn!("FUSE over io_uring not used: {e}");
+                        return Vec::new();
+                    }
+                }
+            }
+        }
+        entries
     }
 
     fn handshake(&mut self) -> io::Result<()> {
@@ -427,6 +503,20 @@ impl<FS: Filesystem> Session<FS> {
                 <ReplyRaw as Reply>::new(request.unique(), ReplySender::Channel(self.ch.sender()))
                     .send_ll(&ResponseErrno(errno));
                 return Err(error);
+            }
+
+            // PATCHED: FUSE over io_uring when offered, asked and possible.
+            if self.config.io_uring
+                && init.capabilities().contains(InitFlags::FUSE_OVER_IO_URING)
+            {
+                self.uring = self.make_rings(&config);
+                if !self.uring.is_empty()
+                    && config
+                        .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                        .is_err()
+                {
+                    self.uring.clear();
+                }
             }
 
             // Remember the ABI version supported by kernel and mark the session initialized.

@@ -18,6 +18,10 @@ pub struct Config {
     /// This enables more efficient request processing
     /// when multiple threads are used. Requires Linux 4.5+.
     pub clone_fd: bool,
+    /// PATCHED: serve requests through FUSE-over-io_uring queues, one per
+    /// CPU, when the kernel offers them (`n_threads` are then shared out
+    /// among the queues, and one thread reads `/dev/fuse`).
+    pub io_uring: bool,
 }
 
 /// Mount options accepted by the FUSE filesystem type
