@@ -25,9 +25,8 @@ scripts/compat/compat.sh fixtures-compat
 if [ -n "${CI:-}" ]; then
     [ -e /dev/fuse ] || { echo "FAIL: /dev/fuse missing"; exit 1; }
     command -v fusermount3 >/dev/null || { echo "FAIL: fusermount3 missing"; exit 1; }
-    # FUSE over io_uring (-o uring's auto), off by default in the kernel:
-    # the mount and remote tests then go through its queues, and the tests
-    # that say uring=off through /dev/fuse.
+    # FUSE over io_uring, off by default in the kernel: the tests that
+    # mount with -o uring go through its queues.
     uring=/sys/module/fuse/parameters/enable_uring
     [ -e "$uring" ] || modprobe fuse 2>/dev/null || true
     { [ -w "$uring" ] && echo 1 > "$uring"; } || { echo "FAIL: cannot set $uring (Linux 6.14 or later, as root)"; exit 1; }

@@ -113,7 +113,7 @@ pub struct MountArgs {
     /// comes as several requests, served at once.
     pub max_read: u64,
     /// Take requests through FUSE-over-io_uring queues when the kernel
-    /// offers them (`-o uring=`; default auto).
+    /// offers them (`-o uring`).
     pub uring: bool,
     /// Serve extended attributes (`-o xattr`). Off, the kernel is told
     /// once and asks no more.
@@ -190,7 +190,7 @@ impl Default for MountArgs {
             threads: 0,
             readahead: 1 << 20,
             max_read: 0,
-            uring: true,
+            uring: false,
             xattr: false,
             allow_other: false,
             allow_root: false,

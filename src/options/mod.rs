@@ -112,16 +112,12 @@ pub const OPTIONS: &[Opt] = &[
             Ok(())
         },
     ),
-    opt(
+    flag(
         &["uring"],
-        "  -o uring=MODE          auto (default): take requests through the kernel's per-CPU FUSE\n\
-         \x20                        io_uring queues when it offers them (fuse enable_uring); off: never\n",
-        |m, k, v| {
-            m.uring = match v {
-                "auto" => true,
-                "off" => false,
-                _ => return Err(format!("{k}: not auto or off: {v}")),
-            };
+        "  -o uring               take requests through the kernel's per-CPU FUSE io_uring queues when\n\
+         \x20                        it offers them (fuse enable_uring): shorter small reads, slower scans\n",
+        |m, _, _| {
+            m.uring = true;
             Ok(())
         },
     ),

@@ -46,7 +46,7 @@ fn every_option_of_the_table_is_taken() {
                 let v = match *k {
                     "threads" | "retries" | "timeout" | "uid" | "gid" | "metadata_ttl" => "3",
                     "file_mode" | "dir_mode" => "0440",
-                    "source_io" | "uring" => "auto",
+                    "source_io" => "auto",
                     "endpoint" => "http://127.0.0.1:9000",
                     "region" => "eu-west-1",
                     "cache_size" | "readahead" | "decode_ahead" | "fetch_cache" | "max_read" => {

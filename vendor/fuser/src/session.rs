@@ -316,8 +316,7 @@ impl<FS: Filesystem> Session<FS> {
             );
         }
 
-        // PATCHED: a thread per io_uring entry, pinned to its queue's CPU;
-        // another one when an entry is taken over (see `uring::Entry`),
+        // PATCHED: a thread per io_uring entry; another one when an entry is taken over (see `uring::Entry`),
         // joined with the others.
         let late: Arc<Mutex<Vec<JoinHandle<io::Result<()>>>>> = Arc::default();
         for (i, (cpu, entry)) in uring.into_iter().enumerate() {
@@ -336,7 +335,7 @@ impl<FS: Filesystem> Session<FS> {
                 };
                 let t = thread::Builder::new()
                     .name(format!("fuser-q{cpu}-{i}"))
-                    .spawn(move || crate::uring::serve(entry, cpu, &event_loop));
+                    .spawn(move || crate::uring::serve(entry, &event_loop));
                 match t {
                     Ok(t) => late2.lock().push(t),
                     Err(e) => error!("FUSE queue thread not started: {e}"),

@@ -2,10 +2,9 @@
 //! module's `enable_uring` parameter is set).
 //!
 //! The kernel keeps one request queue per possible CPU and puts a request on
-//! the queue of the CPU its caller runs on. Each queue here has threads of
-//! its own, pinned to that CPU when the process may run there: a request is
-//! taken on the CPU that made it, and its reply wakes the caller there,
-//! where `/dev/fuse` wakes whichever thread waits longest, on any CPU.
+//! the queue of the CPU its caller runs on; each queue here has threads of
+//! its own. A request wakes its thread through io_uring's task work, where
+//! `/dev/fuse` wakes whichever thread waits longest.
 //!
 //! Each thread owns one ring entry: a header buffer and a payload buffer
 //! registered with the kernel, and an io_uring of its own. The kernel writes
@@ -308,30 +307,11 @@ fn with_len(sqe: squeue::Entry128, len: u32) -> squeue::Entry128 {
     }
 }
 
-/// Pin this thread to `cpu` if the process may run there (a `taskset` of
-/// the daemon is kept).
-fn pin(cpu: usize) {
-    use nix::sched::CpuSet;
-    let me = nix::unistd::Pid::from_raw(0);
-    let Ok(allowed) = nix::sched::sched_getaffinity(me) else {
-        return;
-    };
-    if !allowed.is_set(cpu).unwrap_or(false) {
-        return;
-    }
-    let mut only = CpuSet::new();
-    if only.set(cpu).is_ok() {
-        let _ = nix::sched::sched_setaffinity(me, &only);
-    }
-}
-
 /// Serve `entry`'s queue on this thread until the connection ends.
 pub(crate) fn serve<FS: Filesystem>(
     entry: &'static Entry,
-    cpu: usize,
     el: &SessionEventLoop<FS>,
 ) -> io::Result<()> {
-    pin(cpu);
     let me = std::thread::current().id();
     *entry.owner.lock().unwrap_or_else(|p| p.into_inner()) = Some(me);
     if !entry.registered.swap(true, Ordering::AcqRel) {
