@@ -14,7 +14,9 @@ then measures, each as the median of --runs:
   - cold sequential 1 MiB reads through a fresh mount vs C-Blosc2 in-process vs the raw
     bytes from the page cache (the floor) vs an empty FUSE fs answering from memory (FUSE floor)
   - cold random 4 KiB pread p50/p99 vs python-blosc2 get_slice at the same offsets,
-    unpinned and pinned (taskset, both on CPU 0), and unpinned with -o source_io=buffered
+    unpinned and pinned (taskset, both on CPU 0), and unpinned with -o source_io=buffered and
+    with -o uring (the kernel's FUSE io_uring queues, if /sys/module/fuse/parameters/enable_uring
+    is Y; the sequential rows measure -o uring too)
   - warm re-read (kernel page cache kept) vs the FUSE floor re-reading with keep_cache
   - a 2-D b2nd array: one row and a full scan through the mount vs python-blosc2 slicing
   - one 2-D array stored with narrow, square and row blocks: `.npy` sequential read vs arr[...]
@@ -83,6 +85,15 @@ def median_time(fn, runs):
 def is_mounted(mp):
     with open("/proc/self/mountinfo") as f:
         return any(l.split(" ")[4] == mp for l in f)
+
+
+def uring_offered():
+    """Whether `-o uring` gets the kernel's FUSE io_uring queues here, for the rows' text."""
+    try:
+        on = open("/sys/module/fuse/parameters/enable_uring").read().strip() == "Y"
+    except OSError:
+        on = False
+    return "the kernel offers its io_uring queues" if on else "enable_uring off: through /dev/fuse"
 
 
 def wait_mounted(mp, on=True):
@@ -430,7 +441,7 @@ def main():
         s = blosc2.open(p)
         t_ref = median_time(lambda: decompress_all(s), a.runs)
         t_by = {}
-        for opts in ["", "decode_ahead=4M"]:
+        for opts in ["", "decode_ahead=4M", "uring"]:
             ts = []
             for _ in range(a.runs):
                 drop_caches()
@@ -449,6 +460,8 @@ def main():
             (nbytes / t_us) / ceiling, "0.9x")
         row("sequential", f"{name}: with -o decode_ahead=4M (ratio > 1: the default is faster)",
             nbytes / t_by["decode_ahead=4M"] / 1e9, "GB/s", t_by["decode_ahead=4M"] / t_us)
+        row("sequential", f"{name}: with -o uring (ratio > 1: the default is faster)",
+            nbytes / t_by["uring"] / 1e9, "GB/s", t_by["uring"] / t_us)
 
     # 3. cold random 4 KiB preads vs get_slice: rounds of a fresh mount
     # reading all offsets and get_slice reading them (caches dropped before
@@ -524,6 +537,10 @@ def main():
     p50, r50, ratio, _, _, _, all_r, _ = random_rounds(None, "source_io=buffered")
     row("random 4K", f"unpinned, -o source_io=buffered: p50 {p50 * 1e6:.0f} us vs get_slice {r50 * 1e6:.0f} us "
         f"(ratios {all_r}; the default reads cold blocks with O_DIRECT)", p50 * 1e6, "us", ratio)
+    # The same through the kernel's FUSE io_uring queues (where it offers them).
+    p50, r50, ratio, _, _, _, all_r, _ = random_rounds(None, "uring")
+    row("random 4K", f"unpinned, -o uring: p50 {p50 * 1e6:.0f} us vs get_slice {r50 * 1e6:.0f} us "
+        f"(ratios {all_r}; {uring_offered()})", p50 * 1e6, "us", ratio, "<= 1.0x")
 
     # 4. warm re-read (kernel page cache kept across opens). Both mounted at
     # once and re-read alternately, since measured one after the other the
