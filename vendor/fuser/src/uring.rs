@@ -74,16 +74,24 @@ pub fn requests() -> u64 {
     TAKEN.load(Ordering::Relaxed)
 }
 
-/// The kernel's queue count: one per possible CPU (`task_cpu` indexes it).
+/// The kernel's queue count: one per possible CPU (`num_possible_cpus`;
+/// `task_cpu` indexes them), counted from a list such as `0-3,8-11`.
 pub(crate) fn possible_cpus() -> io::Result<usize> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/possible")?;
-    let last = s
-        .trim()
-        .split([',', '-'])
-        .filter_map(|n| n.parse::<usize>().ok())
-        .max()
-        .ok_or_else(|| io::Error::other("no CPU in /sys/devices/system/cpu/possible"))?;
-    Ok(last + 1)
+    let mut n = 0usize;
+    for part in s.trim().split(',') {
+        let mut ends = part.splitn(2, '-').map(|v| v.parse::<usize>());
+        let (a, b) = match (ends.next(), ends.next()) {
+            (Some(Ok(a)), None) => (a, a),
+            (Some(Ok(a)), Some(Ok(b))) if b >= a => (a, b),
+            _ => return Err(io::Error::other(format!("CPU list not understood: {s}"))),
+        };
+        n += b - a + 1;
+    }
+    if n == 0 {
+        return Err(io::Error::other("no CPU in /sys/devices/system/cpu/possible"));
+    }
+    Ok(n)
 }
 
 /// Can this process make the rings (io_uring allowed, 128-byte entries)?
