@@ -316,10 +316,10 @@ impl<FS: Filesystem> Session<FS> {
             );
         }
 
-        // PATCHED: a thread per io_uring entry; another one when an entry is taken over (see `uring::Entry`),
-        // joined with the others.
+        // PATCHED: a thread per io_uring entry; another one when an entry is
+        // taken over (see `uring::Entry`), joined with the others.
         let late: Arc<Mutex<Vec<JoinHandle<io::Result<()>>>>> = Arc::default();
-        for (i, (cpu, entry)) in uring.into_iter().enumerate() {
+        for (i, &(cpu, entry)) in uring.iter().enumerate() {
             let weak = Arc::downgrade(&filesystem);
             let (ch, late2) = (ch_ring.clone(), late.clone());
             let start = move || {
@@ -342,7 +342,7 @@ impl<FS: Filesystem> Session<FS> {
                 }
             };
             start();
-            crate::uring::on_takeover(entry, Box::new(start));
+            crate::uring::on_takeover(entry, Some(Box::new(start)));
         }
 
         let mut reply: io::Result<()> = Ok(());
@@ -364,6 +364,10 @@ impl<FS: Filesystem> Session<FS> {
             if threads.is_empty() {
                 break;
             }
+        }
+        // The takeover starters hold the file system (weakly): let go.
+        for &(_, entry) in &uring {
+            crate::uring::on_takeover(entry, None);
         }
 
         let Some(filesystem) = Arc::get_mut(&mut filesystem) else {

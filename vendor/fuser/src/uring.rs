@@ -25,7 +25,6 @@ use std::io;
 use std::io::IoSlice;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
@@ -124,7 +123,7 @@ pub(crate) struct Entry {
     owner: Mutex<Option<ThreadId>>,
     registered: AtomicBool,
     /// Starts a thread that takes the entry over from a busy owner.
-    takeover: OnceLock<Box<dyn Fn() + Send + Sync>>,
+    takeover: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
 }
 
 // SAFETY: the buffers are written by one party at a time, as the protocol
@@ -163,7 +162,7 @@ impl Entry {
             }; 2]),
             owner: Mutex::new(None),
             registered: AtomicBool::new(false),
-            takeover: OnceLock::new(),
+            takeover: Mutex::new(None),
         }));
         // SAFETY: nothing else holds the entry yet.
         unsafe {
@@ -226,7 +225,7 @@ impl Entry {
             *owner = None;
             drop(owner);
             drop(_g);
-            if let Some(start) = self.takeover.get() {
+            if let Some(start) = &*self.takeover.lock().unwrap_or_else(|p| p.into_inner()) {
                 start();
             }
         }
@@ -374,8 +373,9 @@ pub(crate) fn serve<FS: Filesystem>(
 
 /// Have `start` called when the entry's owner is busy with a request
 /// another thread answered: it must start a thread running [`serve`].
-pub(crate) fn on_takeover(entry: &Entry, start: Box<dyn Fn() + Send + Sync>) {
-    let _ = entry.takeover.set(start);
+/// `None` once the session ends (what `start` holds is let go).
+pub(crate) fn on_takeover(entry: &Entry, start: Option<Box<dyn Fn() + Send + Sync>>) {
+    *entry.takeover.lock().unwrap_or_else(|p| p.into_inner()) = start;
 }
 
 fn reply_eio(entry: &Entry, commit_id: u64) {
