@@ -395,7 +395,11 @@ impl<FS: Filesystem> Session<FS> {
         let payload = (config.max_write as usize)
             .max(usize::from(config.max_pages()) * page)
             .max(8192);
-        let per_queue = self.config.n_threads.unwrap_or(1).div_ceil(queues).max(1);
+        // A reader's requests all go to its CPU's queue: one sequential
+        // reader keeps about two in flight, decoded at once only by two
+        // threads. The threads asked for are shared out, at least two each.
+        let threads = self.config.n_threads.unwrap_or(1);
+        let per_queue = threads.div_ceil(queues).max(threads.min(2));
         let mut entries = Vec::with_capacity(queues * per_queue);
         for _ in 0..per_queue {
             for q in 0..queues {

@@ -144,11 +144,9 @@ impl Entry {
     /// bytes (at least the kernel's largest request or reply), kept for the
     /// life of the process.
     pub(crate) fn new(dev: Arc<DevFuse>, qid: u16, payload: usize) -> io::Result<&'static Entry> {
-        let mut buf = vec![0u8; payload].into_boxed_slice();
-        // Map the pages now, not on the first large request.
-        for i in (0..payload).step_by(4096) {
-            buf[i] = 1;
-        }
+        // (Its pages are mapped as replies first reach them: of the many
+        // entries, most only ever answer small requests.)
+        let buf = vec![0u8; payload].into_boxed_slice();
         let e = Box::leak(Box::new(Entry {
             uring: ring()?,
             push: Mutex::new(()),
