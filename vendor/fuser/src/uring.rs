@@ -189,7 +189,9 @@ impl Entry {
 
     /// Queue command `op` (with `commit_id`); submitted now unless the
     /// owner thread queues it, whose next wait submits it.
-    fn command(&self, op: u32, commit_id: u64, with_iov: bool) -> io::Result<()> {
+    fn command(&self, op: u32, commit_id: u64) -> io::Result<()> {
+        // A REGISTER names the buffers (`iov`); a commit reuses them.
+        let with_iov = op == CMD_REGISTER;
         let mut cmd = [0u8; 80];
         cmd[8..16].copy_from_slice(&commit_id.to_ne_bytes());
         cmd[16..18].copy_from_slice(&self.qid.to_ne_bytes());
@@ -256,10 +258,9 @@ impl Entry {
             let unique = bufs
                 .first()
                 .and_then(|b| b.get(8..16))
-                .map_or(commit_id.to_ne_bytes(), |u| u.try_into().unwrap_or([0; 8]));
-            out_header[0..4].copy_from_slice(&(OUT_HEADER_LEN as u32).to_ne_bytes());
-            out_header[4..8].copy_from_slice(&(-libc::EIO).to_ne_bytes());
-            out_header[8..16].copy_from_slice(&unique);
+                .and_then(|u| u.try_into().ok())
+                .map_or(commit_id, u64::from_ne_bytes);
+            out_header = eio_header(unique);
             at = OUT_HEADER_LEN;
         }
         let payload_sz = (at - OUT_HEADER_LEN) as u32;
@@ -273,7 +274,7 @@ impl Entry {
                 4,
             );
         }
-        self.command(CMD_COMMIT_AND_FETCH, commit_id, false)
+        self.command(CMD_COMMIT_AND_FETCH, commit_id)
     }
 
     /// Copy the request the kernel wrote into `req` (header, fixed
@@ -320,7 +321,7 @@ pub(crate) fn serve<FS: Filesystem>(
     let me = std::thread::current().id();
     *entry.owner.lock().unwrap_or_else(|p| p.into_inner()) = Some(me);
     if !entry.registered.swap(true, Ordering::AcqRel) {
-        entry.command(CMD_REGISTER, 0, true)?;
+        entry.command(CMD_REGISTER, 0)?;
     }
     let mut req = Vec::with_capacity(8192);
     loop {
@@ -377,11 +378,17 @@ pub(crate) fn on_takeover(entry: &Entry, start: Option<Box<dyn Fn() + Send + Syn
 }
 
 fn reply_eio(entry: &Entry, commit_id: u64) {
-    let mut h = [0u8; OUT_HEADER_LEN];
-    h[0..4].copy_from_slice(&(OUT_HEADER_LEN as u32).to_ne_bytes());
-    h[4..8].copy_from_slice(&(-libc::EIO).to_ne_bytes());
-    h[8..16].copy_from_slice(&commit_id.to_ne_bytes());
+    let h = eio_header(commit_id);
     if let Err(e) = entry.reply(commit_id, &[IoSlice::new(&h)]) {
         error!("FUSE ring reply failed: {e}");
     }
+}
+
+/// A `fuse_out_header` answering request `unique` with `EIO`.
+fn eio_header(unique: u64) -> [u8; OUT_HEADER_LEN] {
+    let mut h = [0u8; OUT_HEADER_LEN];
+    h[0..4].copy_from_slice(&(OUT_HEADER_LEN as u32).to_ne_bytes());
+    h[4..8].copy_from_slice(&(-libc::EIO).to_ne_bytes());
+    h[8..16].copy_from_slice(&unique.to_ne_bytes());
+    h
 }
