@@ -45,7 +45,7 @@ import bench
 from bench import Mount, drop_caches
 
 CH = 1024
-HDR = 128  # the .npy header's length
+HDR = 4096  # the .npy header: one page (the data starts on a page)
 TOP = os.environ.get("BENCH_DIR", "/tmp/bloscfs-bench")
 PYLIB = os.path.join(TOP, "pylib")
 REQS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zarr-requirements.txt")

@@ -137,7 +137,7 @@ def main():
         npy = os.path.join(mp, os.path.basename(path)[:-5] + ".npy")
         res = collections.defaultdict(list)
         for r in range(args.rounds):
-            sides = [("floor", lambda: floor(mp, size + 128)), ("cat", lambda: cat(path)),
+            sides = [("floor", lambda: floor(mp, size + 4096)), ("cat", lambda: cat(path)),
                      ("zarr", lambda: theirs(path)), ("ours", lambda: ours(src, mp, npy))]
             if args.base:
                 sides.append(("base", lambda: ours(src, mp, npy, args.base)))

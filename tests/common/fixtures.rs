@@ -3,6 +3,10 @@
 //! `bloscfs_pool` (the runner the daemon decodes ahead with).
 #![allow(dead_code)]
 
+#[path = "npy.rs"]
+mod npy;
+pub use npy::*;
+
 use blosc_decode::Env;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,7 +70,8 @@ pub fn manifest_entry(manifest: &Path, list: &str, rel: &str) -> serde_json::Val
 }
 
 /// The reference bytes of a fixture: its whole content as read through the
-/// library, checked against the manifest's SHA-256 (the reference library's).
+/// library, checked against the manifest's SHA-256 (the reference library's;
+/// for a `.npy`, of the bytes `numpy.save` writes: [`as_numpy_saves`]).
 pub fn reference_bytes(rel: &str) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     let f = manifest_entry(&fixtures().join("manifest.json"), "fixtures", rel);
@@ -74,7 +79,7 @@ pub fn reference_bytes(rel: &str) -> Vec<u8> {
     let mut buf = vec![0u8; c.len() as usize];
     assert_eq!(c.read_at(0, &mut buf).unwrap(), buf.len());
     assert_eq!(
-        format!("{:x}", Sha256::digest(&buf)),
+        format!("{:x}", Sha256::digest(as_numpy_saves(&buf))),
         f["sha256"].as_str().unwrap(),
         "{rel}"
     );

@@ -27,8 +27,8 @@ fn writers() -> Vec<PathBuf> {
     out
 }
 
-/// What python-blosc2 reads for table `name`: the `.npy` length and its
-/// SHA-256.
+/// What python-blosc2 reads for table `name`: the length and SHA-256 of
+/// its `.npy` as `numpy.save` writes it.
 fn expected(dir: &Path, name: &str) -> (u64, String) {
     let stem = dir.join("expected").join(name.replace('.', "_"));
     let npy = stem.with_extension("npy");
@@ -78,10 +78,11 @@ fn table_npy_is_what_python_blosc2_reads() {
             assert!(names.contains(&"_cols".to_string()), "{t}: {names:?}");
             let a = lookup(&fs, &format!("{t}/table.npy")).unwrap();
             let (len, sha) = expected(&dir, t);
-            assert_eq!((a.kind, a.size), (Kind::File, len), "{}/{t}", dir.display());
+            assert_eq!(a.kind, Kind::File, "{t}");
             // Pieces that start and end inside records and the header.
             for step in [997, 128 << 10] {
-                let got = read_all(&fs, a.ino, a.size, step);
+                let got = common::as_numpy_saves(&read_all(&fs, a.ino, a.size, step));
+                assert_eq!(got.len() as u64, len, "{}/{t}", dir.display());
                 let got = format!("{:x}", Sha256::digest(&got));
                 assert_eq!(got, sha, "{}/{t} in reads of {step}", dir.display());
             }
@@ -117,8 +118,9 @@ fn cat_and_info_of_a_table() {
                 String::from_utf8_lossy(&out.stderr)
             );
             let (len, sha) = expected(&dir, t);
-            assert_eq!(out.stdout.len() as u64, len, "{}", path.display());
-            assert_eq!(format!("{:x}", Sha256::digest(&out.stdout)), sha);
+            let got = common::as_numpy_saves(&out.stdout);
+            assert_eq!(got.len() as u64, len, "{}", path.display());
+            assert_eq!(format!("{:x}", Sha256::digest(&got)), sha);
         }
         let path = dir.join("kinds.b2d/table.npy");
         let out = Command::new(common::bin())
@@ -127,7 +129,7 @@ fn cat_and_info_of_a_table() {
             .output()
             .unwrap();
         let want = std::fs::read(dir.join("expected/kinds_b2d.npy")).unwrap();
-        assert_eq!(out.stdout, want[300..400]);
+        assert_eq!(out.stdout, common::as_bloscfs_shows(&want)[300..400]);
         let out = Command::new(common::bin())
             .arg("info")
             .arg(&path)

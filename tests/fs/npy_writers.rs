@@ -199,7 +199,8 @@ fn descrs_and_headers_are_numpys() {
                 (Ok(s), true) => bad.push(format!("{at}: descr {s} where numpy has none")),
                 (Err(e), false) => bad.push(format!("{at}: refused: {e}")),
                 (Ok(s), false) => {
-                    let h = npy_header(s, false, &[3]);
+                    let items = parsed.as_ref().map_or(0, Dtype::itemsize);
+                    let h = npy_header(s, false, &[3], 3 * items);
                     if sha(&h) != row["header_sha256"].as_str().unwrap() {
                         bad.push(format!(
                             "{at}: header {:?}\n  numpy {}",

@@ -49,8 +49,22 @@ fn cat(path: &Path, offset: u64, len: u64) -> std::process::Output {
         .unwrap()
 }
 
-/// The chunks (or blocks) of a fixture: offset, length, fetched, sha256, name.
-fn units(f: &serde_json::Value) -> Vec<(u64, u64, bool, String, String)> {
+/// How much further into `path`'s `.npy` its data starts than in the file
+/// `numpy.save` writes, which the manifest's offsets and length count in.
+fn shift(path: &Path) -> u64 {
+    let c = blosc_decode::open_path(path).unwrap().unwrap();
+    let mut head = vec![0u8; c.view().header_len() as usize];
+    c.read_at(0, &mut head).unwrap();
+    match common::numpy_header(&head, c.len()) {
+        Some((ours, numpy)) => (ours - numpy.len()) as u64,
+        None => 0,
+    }
+}
+
+/// The chunks (or blocks) of the fixture at `path`: offset, length, fetched,
+/// sha256, name.
+fn units(path: &Path, f: &serde_json::Value) -> Vec<(u64, u64, bool, String, String)> {
+    let shift = shift(path);
     let chunks = f["chunks"].as_array().unwrap();
     chunks
         .iter()
@@ -60,7 +74,7 @@ fn units(f: &serde_json::Value) -> Vec<(u64, u64, bool, String, String)> {
                 None => format!("chunk {}", u["chunk"]),
             };
             (
-                u["offset"].as_u64().unwrap(),
+                u["offset"].as_u64().unwrap() + shift,
                 u["len"].as_u64().unwrap(),
                 u["fetched"].as_bool().unwrap(),
                 u["sha256"].as_str().unwrap().to_string(),
@@ -93,8 +107,8 @@ fn fetched_chunks_read_as_the_proxy_reads_them_the_rest_fail() {
         let probe = blosc_decode::detect::probe_path(path).unwrap().unwrap();
         let name = bloscfs::names::presented_name(path.file_name().unwrap(), probe.npy);
         assert_eq!(name, OsStr::new(f["presented"].as_str().unwrap()), "{f}");
-        assert_eq!(probe.len, f["len"].as_u64().unwrap(), "{f}");
-        for (off, len, fetched, want, unit) in units(f) {
+        assert_eq!(probe.len, f["len"].as_u64().unwrap() + shift(path), "{f}");
+        for (off, len, fetched, want, unit) in units(path, f) {
             let o = cat(path, off, len);
             let err = String::from_utf8_lossy(&o.stderr);
             if fetched {
@@ -163,9 +177,9 @@ fn unfetched_chunks_are_eio_in_the_tree() {
     std::fs::copy(&path, d.path().join("c.b2nd")).unwrap();
     let fs = Fs::new(d.path(), &FsOptions::default()).unwrap();
     let a = fs.lookup(ROOT_INO, OsStr::new("c.npy")).unwrap();
-    assert_eq!(a.size, f["len"].as_u64().unwrap());
+    assert_eq!(a.size, f["len"].as_u64().unwrap() + shift(&path));
     let (fh, _) = fs.open(a.ino, false).unwrap();
-    let u = units(&f);
+    let u = units(&path, &f);
     let (fetched, missing) = (&u[1], &u[3]);
     assert!(fetched.2 && !missing.2);
     // What python-blosc2 reads of the cache file there: zeros.
@@ -225,7 +239,7 @@ fn a_cache_with_an_unreadable_trailer_reads_nothing() {
     assert_eq!(bytes[marker], 0xce);
     bytes[marker] = 0;
     std::fs::write(&broken, bytes).unwrap();
-    for (off, len, _, _, unit) in units(&f) {
+    for (off, len, _, _, unit) in units(&path, &f) {
         let o = cat(&broken, off, len);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "{unit}: read");

@@ -111,8 +111,10 @@ fn npy_of(rel: &str) -> String {
     format!("{}.npy", rel.strip_suffix(".zarr").unwrap_or(rel))
 }
 
+/// What zarr-python read from array `rel`, as the `.npy` bloscfs presents.
 fn expected(w: &Path, rel: &str) -> Vec<u8> {
-    std::fs::read(w.join("expected").join(format!("{rel}.npy"))).unwrap()
+    let numpy = std::fs::read(w.join("expected").join(format!("{rel}.npy"))).unwrap();
+    common::as_bloscfs_shows(&numpy)
 }
 
 #[test]

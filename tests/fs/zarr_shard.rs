@@ -22,7 +22,7 @@ fn copied(name: &str) -> (tempfile::TempDir, Vec<u8>) {
     let want = std::fs::read(common::fixture(&format!(
         "{W}/expected/sharded.zarr/{name}.npy"
     )));
-    (tmp, want.unwrap())
+    (tmp, common::as_bloscfs_shows(&want.unwrap()))
 }
 
 /// Reads of the values of the `.npy` of the array copied into `dir`:

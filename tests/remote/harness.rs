@@ -349,8 +349,8 @@ pub fn stage(fx: &[Fx], dir: &Path) {
 
 /// What `script` (Python, given a new directory) writes, by the project's
 /// python, with a manifest; the file `npy` it saved there (what
-/// zarr-python reads) taken out and returned. `None` (skipped) without
-/// that python outside CI.
+/// zarr-python reads) taken out and returned as bloscfs presents it
+/// (`as_bloscfs_shows`). `None` (skipped) without that python outside CI.
 pub fn written_by_python(script: &str, npy: &str) -> Option<(tempfile::TempDir, Vec<u8>)> {
     let py = python()?;
     let dir = tempfile::tempdir().unwrap();
@@ -360,7 +360,7 @@ pub fn written_by_python(script: &str, npy: &str) -> Option<(tempfile::TempDir, 
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let want = std::fs::read(dir.path().join(npy)).unwrap();
+    let want = as_bloscfs_shows(&std::fs::read(dir.path().join(npy)).unwrap());
     std::fs::remove_file(dir.path().join(npy)).unwrap();
     write_manifest(dir.path());
     Some((dir, want))

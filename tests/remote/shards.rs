@@ -29,11 +29,11 @@ np.save(out + "/wide.npy", zarr.open(out + "/sharded.zarr/wide", mode="r")[...])
 /// neighbours were not read yet, each costing at most one GET by `count`.
 fn random_reads(m: &RemoteMount, want: &[u8], count: &dyn Fn() -> u64) {
     let f = std::fs::File::open(m.path(NPY)).unwrap();
-    // Page 4g + 2 of the file lies inside inner chunk g (16 KiB of values
-    // after a 128-byte header).
-    assert_eq!(want.len(), 128 + 262144 * 4);
+    // Page 4g + 2 of the values is inside inner chunk g (16 KiB of values),
+    // after a header of one page.
+    assert_eq!(want.len(), 4096 + 262144 * 4);
     let read = |g: u64| {
-        let off = (4 * g + 2) * 4096;
+        let off = 4096 + (4 * g + 2) * 4096;
         let mut buf = vec![0u8; 4096];
         f.read_exact_at(&mut buf, off).unwrap();
         assert!(

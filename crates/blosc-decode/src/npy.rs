@@ -10,9 +10,11 @@
 //! ```
 //! use blosc_decode::npy::{npy_header, NdLayout};
 //!
-//! let head = npy_header("'<f8'", false, &[3, 4]);
+//! let head = npy_header("'<f8'", false, &[3, 4], 96);
 //! assert!(head.starts_with(b"\x93NUMPY\x01\x00"));
-//! assert_eq!(head.len() % 64, 0);
+//! assert_eq!(head.len(), 128);
+//! // The data of an array over a page starts on a page.
+//! assert_eq!(npy_header("'<f8'", false, &[1024, 4], 32768).len(), 4096);
 //! // A 3x4 array in 2x2 chunks of 1x2 blocks, 8-byte items.
 //! let l = NdLayout::new(&[3, 4], &[2, 2], &[1, 2], 8)?;
 //! assert_eq!((l.nelems(), l.chunk_bytes(), l.block_bytes()), (12, 32, 16));
@@ -238,12 +240,26 @@ impl NdLayout {
     }
 }
 
-/// A `.npy` header exactly as `numpy.save` writes it, for `descr` given as
-/// Python text (`Dtype::descr`): format 1.0 (2.0 when the header needs more
-/// than 65535 bytes, 3.0 when it is not Latin-1), spare spaces for the
-/// growth axis, padded with spaces to a multiple of 64 bytes and ended by a
-/// newline.
-pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
+/// Where the data of a `.npy` file longer than one page starts: at a
+/// multiple of the page size. The kernel reads a file through the page cache
+/// in pages; with the data on a page boundary, a page of data is a run of
+/// whole elements that, for the power-of-two chunk and block shapes writers
+/// choose, lies in one chunk and one block, instead of straddling two.
+pub const DATA_ALIGN: usize = 4096;
+
+/// The `.npy` header `numpy.save` writes, for `descr` given as Python text
+/// (`Dtype::descr`) and `data_len` bytes of data: format 1.0 (2.0 when the
+/// header needs more than 65535 bytes, 3.0 when it is not Latin-1), spare
+/// spaces for the growth axis, padded with spaces and ended by a newline.
+/// `numpy.save` pads to a multiple of 64 bytes; so does this for data of one
+/// page or less, and to a multiple of [`DATA_ALIGN`] for more (`np.load`
+/// reads any padding the format allows).
+pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64], data_len: u64) -> Vec<u8> {
+    let align = if data_len > DATA_ALIGN as u64 {
+        DATA_ALIGN
+    } else {
+        64
+    };
     let shape_s = match shape.len() {
         0 => "()".to_string(),
         1 => format!("({},)", shape[0]),
@@ -283,7 +299,7 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64]) -> Vec<u8> {
     for &(major, len_bytes) in versions {
         let pre = 6 + 2 + len_bytes;
         let hlen = text.len() + 1;
-        let pad = 64 - (pre + hlen) % 64;
+        let pad = align - (pre + hlen) % align;
         let total = pre + hlen + pad;
         if major == 1 && hlen + pad > u16::MAX as usize {
             continue;
@@ -311,10 +327,24 @@ mod tests {
 
     #[test]
     fn header_is_aligned() {
-        let h = npy_header("'<f8'", false, &[3, 4]);
+        let h = npy_header("'<f8'", false, &[3, 4], 96);
         assert_eq!(h.len() % 64, 0);
         assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
         assert_eq!(*h.last().unwrap(), b'\n');
+    }
+
+    #[test]
+    fn data_over_a_page_starts_on_a_page() {
+        for (data, want) in [(4096, 128), (4097, 4096)] {
+            assert_eq!(npy_header("'<u1'", false, &[data], data).len(), want);
+        }
+        // A header text longer than a page takes the next page.
+        let names: Vec<String> = (0..300).map(|i| format!("('f{i}', '<f8')")).collect();
+        let descr = format!("[{}]", names.join(", "));
+        let h = npy_header(&descr, false, &[10], 24000);
+        assert_eq!(h.len() % DATA_ALIGN, 0);
+        assert!(h.len() > DATA_ALIGN);
+        assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
     }
 
     #[test]

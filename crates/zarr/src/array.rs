@@ -82,7 +82,8 @@ impl ZarrArray {
     /// [`ZarrArray::new`], reading through `env`'s cache (the daemon's
     /// one budget) and counting in its counters.
     pub fn with_env(meta: ArrayMeta, store: Arc<dyn ChunkStore>, env: Env) -> ZarrArray {
-        let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
+        let header =
+            blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape, meta.data_bytes());
         let a = Inner {
             grid: grid_shape(&meta),
             header,
@@ -110,7 +111,7 @@ impl ZarrArray {
         &self.a.meta
     }
 
-    /// The `.npy` header `numpy.save` writes for the values.
+    /// The `.npy` header of the values ([`blosc_decode::npy::npy_header`]).
     pub fn npy_header(&self) -> &[u8] {
         &self.a.header
     }

@@ -3,6 +3,9 @@
 //! `blocks.zarr` arrays zarr-python 2.18 and 3.1 wrote (128 KiB chunks of
 //! 32 Blosc blocks of 4 KiB; scripts/fixtures/gen_zarr.py).
 
+#[path = "../../../tests/common/npy.rs"]
+mod npy;
+
 use blosc_decode::container::Env;
 use bloscfs_zarr::{DirStore, ZarrArray};
 use std::path::{Path, PathBuf};
@@ -24,7 +27,8 @@ fn open(dir: &Path, env: &Env) -> ZarrArray {
 }
 
 fn expected(w: &str, rel: &str) -> Vec<u8> {
-    std::fs::read(writer(w).join("expected").join(format!("{rel}.npy"))).unwrap()
+    let numpy = std::fs::read(writer(w).join("expected").join(format!("{rel}.npy"))).unwrap();
+    npy::as_bloscfs_shows(&numpy)
 }
 
 fn blocks_decoded(env: &Env) -> u64 {

@@ -3,6 +3,9 @@
 //! of `numpy.save` of what zarr-python reads, whole and in windows; a small
 //! read decodes one chunk; damaged chunks are errors naming the key.
 
+#[path = "../../../tests/common/npy.rs"]
+mod npy;
+
 use bloscfs_zarr::{DirStore, ErrorKind, ZarrArray};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,12 +49,18 @@ fn read_all(a: &ZarrArray) -> Vec<u8> {
     v
 }
 
+/// What zarr-python read from `rel`, as the `.npy` bloscfs presents.
+fn expected(w: &Path, rel: &str) -> Vec<u8> {
+    let numpy = std::fs::read(w.join("expected").join(format!("{rel}.npy"))).unwrap();
+    npy::as_bloscfs_shows(&numpy)
+}
+
 #[test]
 fn every_array_reads_as_zarr_python_reads_it() {
     let mut read = 0;
     for (w, rel) in arrays() {
         let a = open(&w.join("stores").join(&rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-        let want = std::fs::read(w.join("expected").join(format!("{rel}.npy"))).unwrap();
+        let want = expected(&w, &rel);
         assert!(read_all(&a) == want, "{}: {rel}", w.display());
         // Every window of a few sizes, at every offset of a stride.
         for size in [1usize, 3, 17, 64] {
@@ -180,7 +189,7 @@ fn a_damaged_chunk_under_each_filter_fails_only_its_reads() {
         let e = a.read_npy_at(0, &mut v).unwrap_err();
         assert!(e.reason.contains(&key), "{rel}: {e}");
         // The last element is in another chunk: read as zarr-python reads it.
-        let want = std::fs::read(w.join("expected").join(format!("{rel}.npy"))).unwrap();
+        let want = expected(&w, &rel);
         let size = m.dtype.size as usize;
         let mut buf = vec![0u8; size];
         let off = want.len() - size;

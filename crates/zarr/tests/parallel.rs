@@ -3,6 +3,9 @@
 //! jobs want it: counted on arrays zarr-python 3.1 wrote
 //! (scripts/fixtures/gen_zarr.py).
 
+#[path = "../../../tests/common/npy.rs"]
+mod npy;
+
 use blosc_decode::ahead::{Job, JobKind, Runner};
 use blosc_decode::container::Env;
 use blosc_decode::io::{First, Source};
@@ -22,7 +25,7 @@ fn expected(rel: &str) -> Vec<u8> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/zarr/z3-3.1.6/expected")
         .join(format!("{rel}.npy"));
-    std::fs::read(p).unwrap()
+    npy::as_bloscfs_shows(&std::fs::read(p).unwrap())
 }
 
 /// All of `a`'s `.npy` in one read, checked against zarr-python's.

@@ -128,8 +128,9 @@ pub(super) fn not_presented(dir: &Path, why: &str) {
 
 /// Bytes of the `.npy` of an array: header and values.
 pub(super) fn npy_len(meta: &ArrayMeta) -> u64 {
-    let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape);
-    header.len() as u64 + meta.data_bytes()
+    let data = meta.data_bytes();
+    let header = blosc_decode::npy::npy_header(&meta.dtype.descr, false, &meta.shape, data);
+    header.len() as u64 + data
 }
 
 /// The metadata of the `.npy` file of array directory `dir_md`, `len`

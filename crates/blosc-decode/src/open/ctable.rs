@@ -166,10 +166,11 @@ impl CTable {
                 t.rows()
             );
         }
-        t.rows()
+        let bytes = t
+            .rows()
             .checked_mul(record)
             .ok_or_else(|| Error::corrupt("table larger than 2^64 bytes"))?;
-        t.header = crate::npy::npy_header(&t.descr, false, &[t.rows()]);
+        t.header = crate::npy::npy_header(&t.descr, false, &[t.rows()], bytes);
         Ok(Some(t))
     }
 

@@ -169,7 +169,7 @@ fn flat_view(m: &crate::format::bloscpack::NumpyMeta, info: &Info) -> Result<Vie
         info.nbytes
     );
     Ok(View::Npy {
-        header: npy_header(&descr, m.fortran_order, &m.shape),
+        header: npy_header(&descr, m.fortran_order, &m.shape, info.nbytes),
         nd: None,
         descr: m.descr.clone(),
     })
@@ -189,7 +189,7 @@ fn b2nd_view(meta: &[u8], info: &Info, path: &Path) -> Result<View> {
     let npy = |itemsize: u64, descr: &str, shown: String| -> Result<View> {
         let nd = NdLayout::new(&m.shape, &m.chunkshape, &m.blockshape, itemsize)?;
         Ok(View::Npy {
-            header: npy_header(descr, false, &m.shape),
+            header: npy_header(descr, false, &m.shape, nd.data_len()),
             nd: Some(Box::new(nd)),
             descr: shown,
         })

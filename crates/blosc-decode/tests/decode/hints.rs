@@ -212,7 +212,7 @@ fn a_large_read_into_a_plane_hints_the_blocks_of_the_rest_of_the_plane() {
         (src, Arc::new(c))
     };
     let (src, c) = open();
-    assert_eq!(c.len(), 1048704, "the .npy view");
+    assert_eq!(c.len(), 4096 + (1 << 20), "the .npy view");
     let (hl, plane) = (c.len() - (1 << 20), 256u64 << 10);
     let mut buf = vec![0u8; 128 << 10];
     let read = |c: &Arc<blosc_decode::Container>, s: &Stream, at: u64, buf: &mut [u8]| {
