@@ -325,6 +325,10 @@ impl Source for RemoteObject {
         }
     }
 
+    fn joins_reads(&self) -> bool {
+        true
+    }
+
     fn will_need(&self, offset: u64, len: u64) {
         let Ok(want) = checked(offset, len as usize, self.obj.len, &self.obj.key) else {
             return;

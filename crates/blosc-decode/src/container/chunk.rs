@@ -138,12 +138,13 @@ impl ChunkCtx {
         Ok(())
     }
 
-    /// Tell the source that the stored bytes of blocks `i..=last` will be
-    /// read, when more than one of them is neither cached nor queued: a
-    /// remote source fetches them in one request, not one per block.
+    /// Tell a source that joins reads (a remote one) that the stored bytes
+    /// of blocks `i..=last` will be read, when more than one of them is
+    /// neither cached nor queued: it fetches them in one request, not one
+    /// per block. A local file would ignore it: no cache lookups for it.
     fn announce(&self, i: u32, last: u32) {
         // A one-block request (most small reads) has nothing to join.
-        if last <= i {
+        if last <= i || !self.source.joins_reads() {
             return;
         }
         let (mut n, mut start, mut end) = (0, u32::MAX, 0);

@@ -163,6 +163,11 @@ pub trait Source: Send + Sync {
     fn will_read(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
+    /// Does [`Source::will_read`] do anything here? Its callers skip
+    /// working out what to say when it does not.
+    fn joins_reads(&self) -> bool {
+        false
+    }
 }
 
 /// `read_span` through the page cache.

@@ -86,6 +86,10 @@ impl Source for Window {
             self.inner.will_read(at, len);
         }
     }
+
+    fn joins_reads(&self) -> bool {
+        self.inner.joins_reads()
+    }
 }
 
 #[cfg(test)]

@@ -18,10 +18,13 @@ use std::sync::{Arc, Mutex};
 enum Asked {
     Read(u64, usize),
     Hint(u64, u64),
+    Join(u64, u64),
 }
 
-/// A file that records its positional reads and the hints it is given.
-struct Recorded(FileSource, Mutex<Vec<Asked>>);
+/// A file that records its positional reads and the hints it is given;
+/// it joins reads (`will_read`) as a remote source does when its flag is
+/// set.
+struct Recorded(FileSource, Mutex<Vec<Asked>>, bool);
 
 impl Source for Recorded {
     fn len(&self) -> u64 {
@@ -36,6 +39,12 @@ impl Source for Recorded {
     }
     fn will_need(&self, offset: u64, len: u64) {
         self.1.lock().unwrap().push(Asked::Hint(offset, len));
+    }
+    fn will_read(&self, offset: u64, len: u64) {
+        self.1.lock().unwrap().push(Asked::Join(offset, len));
+    }
+    fn joins_reads(&self) -> bool {
+        self.2
     }
 }
 
@@ -58,7 +67,11 @@ fn frame() -> PathBuf {
 }
 
 fn recorded(path: &Path) -> Arc<Recorded> {
-    Arc::new(Recorded(FileSource::open(path).unwrap(), Mutex::default()))
+    Arc::new(Recorded(
+        FileSource::open(path).unwrap(),
+        Mutex::default(),
+        false,
+    ))
 }
 
 fn take(src: &Recorded) -> Vec<Asked> {
@@ -270,4 +283,51 @@ fn a_large_read_into_a_plane_hints_the_blocks_of_the_rest_of_the_plane() {
     let asked = take(&src);
     assert!(asked.iter().any(|a| matches!(a, Asked::Read(..))), "cold");
     assert!(hinted_after_reads(&asked).is_empty(), "{asked:?}");
+}
+
+/// A request over several cold blocks of a chunk tells a source that joins
+/// reads (a remote one) their stored bytes at once, before it reads them;
+/// a local file is told nothing.
+#[test]
+fn a_multi_block_read_announces_its_blocks_to_a_source_that_joins_reads() {
+    let path = frame();
+    let (start, end) = extents(&path)[1];
+    for joins in [true, false] {
+        let src = Arc::new(Recorded(
+            FileSource::open(&path).unwrap(),
+            Mutex::default(),
+            joins,
+        ));
+        let c = open_source(src.clone(), &path, &Env::default())
+            .unwrap()
+            .unwrap();
+        take(&src);
+        // Blocks 4..8 of chunk 1 (64 KiB each).
+        let mut buf = vec![0u8; 256 << 10];
+        c.read_at((1 << 20) + (256 << 10), &mut buf).unwrap();
+        let asked = take(&src);
+        let joined: Vec<(usize, u64, u64)> = (asked.iter().enumerate())
+            .filter_map(|(k, a)| match *a {
+                Asked::Join(o, n) => Some((k, o, n)),
+                _ => None,
+            })
+            .collect();
+        if !joins {
+            assert!(joined.is_empty(), "{asked:?}");
+            continue;
+        }
+        assert_eq!(joined.len(), 1, "{asked:?}");
+        let (at, o, n) = joined[0];
+        assert!(start < o && o + n <= end, "{o}+{n} outside chunk 1");
+        let blocks: Vec<(usize, u64, usize)> = (asked.iter().enumerate())
+            .filter_map(|(k, a)| match *a {
+                Asked::Read(ro, rn) if ro >= o => Some((k, ro, rn)),
+                _ => None,
+            })
+            .collect();
+        assert!(!blocks.is_empty(), "{asked:?}");
+        for (k, ro, rn) in blocks {
+            assert!(k > at && ro + rn as u64 <= o + n, "{asked:?}");
+        }
+    }
 }
