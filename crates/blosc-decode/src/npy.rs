@@ -240,8 +240,8 @@ impl NdLayout {
     }
 }
 
-/// Where the data of a `.npy` file longer than one page starts: at a
-/// multiple of the page size. The kernel reads a file through the page cache
+/// Where data longer than one page starts in a `.npy` file: at a multiple
+/// of the page size. The kernel reads a file through the page cache
 /// in pages; with the data on a page boundary, a page of data is a run of
 /// whole elements that, for the power-of-two chunk and block shapes writers
 /// choose, lies in one chunk and one block, instead of straddling two.
