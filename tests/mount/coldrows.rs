@@ -297,3 +297,46 @@ fn with_max_read_512k_a_row_s_window_comes_as_two_requests() {
     assert_eq!(big[0].0 + (512 << 10), big[1].0, "{asked:?}");
     assert!(decoded >= 9, "{decoded} blocks decoded");
 }
+
+/// A 4 KiB read at an element offset of a `.npy` (as a C program reads
+/// element `k * 512` of a float64 array: at the header's length plus
+/// `k * 4096`) is one page of the file, because the header is padded to a
+/// page: the kernel asks for that page alone, and one block is decoded.
+/// (With numpy's 128-byte header each such read was two pages, 8 KiB.)
+#[test]
+fn a_4k_read_at_an_element_offset_is_one_page_and_one_block() {
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    if !fuse_available() {
+        return;
+    }
+    let m = Mount::prepare();
+    let block = array(&m, "grid", "(512, 4096)", "(64, 4096)", "(2, 4096)", "f8");
+    let opts = ["-d", "-o", "xattr,decode_ahead=0,readahead=1M"];
+    let (mut m, log) = m.mount_logged(&opts);
+    let npy = m.mp().join("grid.npy");
+    let hdr = header_len(&npy);
+    assert_eq!(hdr, 4096);
+    let f = std::fs::File::open(&npy).unwrap();
+    // SAFETY: a valid descriptor; advice only (no read-ahead).
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    let before = (requests(&log).len(), stat(&m.mp(), "blocks_decoded"));
+    let pages = [301u64, 37, 150, 990];
+    let mut buf = vec![0u8; 4096];
+    for k in pages {
+        f.read_exact_at(&mut buf, hdr + k * 4096).unwrap();
+        let v = f64::from_le_bytes(buf[..8].try_into().unwrap());
+        // np.linspace's element: its index times the step.
+        let step = 1.0 / (512.0 * 4096.0 - 1.0);
+        assert_eq!(v, (k * 512) as f64 * step, "element {}", k * 512);
+    }
+    let decoded = stat(&m.mp(), "blocks_decoded") - before.1;
+    drop(f);
+    m.unmount_without_panic(&log);
+    let asked = requests(&log)[before.0..].to_vec();
+    let want: Vec<(u64, u64)> = pages.iter().map(|k| (hdr + k * 4096, 4096)).collect();
+    assert_eq!(asked, want);
+    // Each page in a block no other page is in (blocks of 16 pages).
+    assert_eq!(block, 64 << 10);
+    assert_eq!(decoded, pages.len() as u64);
+}
