@@ -298,6 +298,45 @@ fn with_max_read_512k_a_row_s_window_comes_as_two_requests() {
     assert!(decoded >= 9, "{decoded} blocks decoded");
 }
 
+/// Cold `pread`s of `grid.npy` (512x4096 float64, blocks of two rows of
+/// 32 KiB) with the reader's read-ahead off, each `len` bytes at `at(k)`
+/// for `k` in `ks`, checked against np.linspace's values: the READ
+/// requests the kernel sent for them, the blocks decoded, the header's
+/// length.
+fn cold_preads(
+    ks: &[u64],
+    len: usize,
+    at: impl Fn(u64, u64) -> u64,
+) -> (Vec<(u64, u64)>, u64, u64) {
+    use std::os::unix::fs::FileExt;
+    use std::os::unix::io::AsRawFd;
+    let m = Mount::prepare();
+    let block = array(&m, "grid", "(512, 4096)", "(64, 4096)", "(2, 4096)", "f8");
+    assert_eq!(block, 64 << 10);
+    let opts = ["-d", "-o", "xattr,decode_ahead=0,readahead=1M"];
+    let (mut m, log) = m.mount_logged(&opts);
+    let npy = m.mp().join("grid.npy");
+    let hdr = header_len(&npy);
+    let f = std::fs::File::open(&npy).unwrap();
+    // SAFETY: a valid descriptor; advice only (no read-ahead).
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    let before = (requests(&log).len(), stat(&m.mp(), "blocks_decoded"));
+    let mut buf = vec![0u8; len];
+    // np.linspace's elements: the index times the step.
+    let step = 1.0 / (512.0 * 4096.0 - 1.0);
+    for &k in ks {
+        let off = at(hdr, k);
+        f.read_exact_at(&mut buf, off).unwrap();
+        let e = (off - hdr) / 8;
+        let v = f64::from_le_bytes(buf[..8].try_into().unwrap());
+        assert_eq!(v, e as f64 * step, "element {e}");
+    }
+    let decoded = stat(&m.mp(), "blocks_decoded") - before.1;
+    drop(f);
+    m.unmount_without_panic(&log);
+    (requests(&log)[before.0..].to_vec(), decoded, hdr)
+}
+
 /// A 4 KiB read at an element offset of a `.npy` (as a C program reads
 /// element `k * 512` of a float64 array: at the header's length plus
 /// `k * 4096`) is one page of the file, because the header is padded to a
@@ -305,38 +344,35 @@ fn with_max_read_512k_a_row_s_window_comes_as_two_requests() {
 /// (With numpy's 128-byte header each such read was two pages, 8 KiB.)
 #[test]
 fn a_4k_read_at_an_element_offset_is_one_page_and_one_block() {
-    use std::os::unix::fs::FileExt;
-    use std::os::unix::io::AsRawFd;
     if !fuse_available() {
         return;
     }
-    let m = Mount::prepare();
-    let block = array(&m, "grid", "(512, 4096)", "(64, 4096)", "(2, 4096)", "f8");
-    let opts = ["-d", "-o", "xattr,decode_ahead=0,readahead=1M"];
-    let (mut m, log) = m.mount_logged(&opts);
-    let npy = m.mp().join("grid.npy");
-    let hdr = header_len(&npy);
-    assert_eq!(hdr, 4096);
-    let f = std::fs::File::open(&npy).unwrap();
-    // SAFETY: a valid descriptor; advice only (no read-ahead).
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
-    let before = (requests(&log).len(), stat(&m.mp(), "blocks_decoded"));
     let pages = [301u64, 37, 150, 990];
-    let mut buf = vec![0u8; 4096];
-    for k in pages {
-        f.read_exact_at(&mut buf, hdr + k * 4096).unwrap();
-        let v = f64::from_le_bytes(buf[..8].try_into().unwrap());
-        // np.linspace's element: its index times the step.
-        let step = 1.0 / (512.0 * 4096.0 - 1.0);
-        assert_eq!(v, (k * 512) as f64 * step, "element {}", k * 512);
-    }
-    let decoded = stat(&m.mp(), "blocks_decoded") - before.1;
-    drop(f);
-    m.unmount_without_panic(&log);
-    let asked = requests(&log)[before.0..].to_vec();
+    let (asked, decoded, hdr) = cold_preads(&pages, 4096, |hdr, k| hdr + k * 4096);
+    assert_eq!(hdr, 4096);
     let want: Vec<(u64, u64)> = pages.iter().map(|k| (hdr + k * 4096, 4096)).collect();
     assert_eq!(asked, want);
     // Each page in a block no other page is in (blocks of 16 pages).
-    assert_eq!(block, 64 << 10);
     assert_eq!(decoded, pages.len() as u64);
+}
+
+/// A row read whole (one `pread` of its 32 KiB) with the reader's
+/// read-ahead off: the kernel asks for the row's pages alone, and the
+/// blocks decoded are the block the row is in, none beside it, for rows
+/// that start a block (100, 4) and rows that end one (301, 451). (With
+/// numpy's 128-byte header the row's first page held the end of the row
+/// before, its last page the start of the row after: two blocks each.)
+#[test]
+fn a_one_row_read_decodes_exactly_the_row_s_block() {
+    if !fuse_available() {
+        return;
+    }
+    let rows = [100u64, 301, 4, 451];
+    let row = 4096 * 8;
+    let (asked, decoded, hdr) = cold_preads(&rows, row as usize, |hdr, i| hdr + i * row);
+    let want: Vec<(u64, u64)> = rows.iter().map(|i| (hdr + i * row, row)).collect();
+    assert_eq!(asked, want);
+    let blocks = blocks_of(&want, hdr, 512 * row, 2 * row);
+    assert_eq!(blocks.len(), rows.len());
+    assert_eq!(decoded, blocks.len() as u64);
 }
