@@ -42,12 +42,13 @@ def same_through_mount(rel_w, w, rel, nan):
 def as_bloscfs_shows(raw):
     """`numpy.save`'s bytes `raw` as bloscfs presents them: when the data is
     longer than 4096 bytes, the header padded with spaces to a multiple of
-    4096 (the data starts on a page)."""
+    4096 (the data starts on a page), unless that takes it past the 10,000
+    bytes np.load reads untrusted."""
     pre = 10 if raw[6] == 1 else 12
     hl = int.from_bytes(raw[8:pre], "little")
-    if len(raw) - pre - hl <= 4096:
-        return raw
     total = -(-(pre + hl) // 4096) * 4096
+    if len(raw) - pre - hl <= 4096 or total - pre > 10000:
+        return raw
     head = raw[:8] + (total - pre).to_bytes(pre - 8, "little") + raw[pre:pre + hl - 1]
     return head + b" " * (total - pre - hl) + b"\n" + raw[pre + hl:]
 

@@ -1,7 +1,8 @@
 //! `.npy` files as bloscfs presents them against the bytes `numpy.save`
 //! writes: the same header text and data, the header padded to a multiple
 //! of 4096 bytes instead of 64 when the data is longer than 4096 bytes (so
-//! that the data starts on a page). Written here from numpy's format
+//! that the data starts on a page), as long as np.load still reads it
+//! untrusted (headers of 10,000 bytes at most). Written here from numpy's format
 //! description, not from the daemon's code; shared by the tests of every
 //! crate (included by path).
 #![allow(dead_code)]
@@ -23,8 +24,9 @@ pub fn as_numpy_saves(npy: &[u8]) -> Vec<u8> {
 /// `head` (its header at least): the length of its header, and the header
 /// `numpy.save` writes for the same array. bloscfs writes the same header
 /// text but pads it to a multiple of 4096 bytes when the data is longer
-/// than that, so that the data starts on a page; numpy pads to 64. Checks
-/// that alignment on the way. `None` if `head` is not a `.npy` header.
+/// than that, so that the data starts on a page (unless that takes the
+/// header past the 10,000 bytes np.load reads untrusted); numpy pads to 64.
+/// Checks that length on the way. `None` if `head` is not a `.npy` header.
 pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
     if !head.starts_with(b"\x93NUMPY") || head.len() < 12 {
         return None;
@@ -38,8 +40,6 @@ pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
         ),
     };
     let ours = pre + hl;
-    let align = if len - ours as u64 > 4096 { 4096 } else { 64 };
-    assert_eq!(ours % align, 0, "header of {ours} bytes");
     let text = std::str::from_utf8(&head[pre..ours]).unwrap();
     let dict = &text[..=text.rfind('}').unwrap()];
     // numpy's spare spaces for the growth axis: the first dimension's (the
@@ -55,7 +55,16 @@ pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
         false => dims.first(),
     }
     .map_or(0, |d| 21usize.saturating_sub(d.len()));
-    let total = (pre + dict.len() + growth + 1) / 64 * 64 + 64;
+    let end = pre + dict.len() + growth + 1;
+    let total = end / 64 * 64 + 64;
+    // bloscfs pads to a page when the data is longer than one, unless that
+    // takes the header past the 10,000 bytes np.load reads untrusted.
+    let page = end / 4096 * 4096 + 4096;
+    let want = match len - ours as u64 > 4096 && page - pre <= 10_000 {
+        true => page,
+        false => total,
+    };
+    assert_eq!(ours, want, "header of {ours} bytes");
     let mut out = head[..pre].to_vec();
     match major {
         1 => out[8..10].copy_from_slice(&((total - pre) as u16).to_le_bytes()),
@@ -69,8 +78,8 @@ pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
 
 /// The `.npy` file bloscfs presents for `numpy`, the bytes `numpy.save`
 /// wrote: when the data is longer than 4096 bytes, numpy's header padded on
-/// with spaces to the next multiple of 4096. Other bytes come back as they
-/// are.
+/// with spaces to the next multiple of 4096, unless that takes it past the
+/// 10,000 bytes np.load reads untrusted. Other bytes come back as they are.
 pub fn as_bloscfs_shows(numpy: &[u8]) -> Vec<u8> {
     if !numpy.starts_with(b"\x93NUMPY") || numpy.len() < 12 {
         return numpy.to_vec();
@@ -81,10 +90,10 @@ pub fn as_bloscfs_shows(numpy: &[u8]) -> Vec<u8> {
         _ => u32::from_le_bytes([numpy[8], numpy[9], numpy[10], numpy[11]]) as usize,
     };
     let data = &numpy[pre + hl..];
-    if data.len() <= 4096 {
+    let total = (pre + hl).div_ceil(4096) * 4096;
+    if data.len() <= 4096 || total - pre > 10_000 {
         return numpy.to_vec();
     }
-    let total = (pre + hl).div_ceil(4096) * 4096;
     let mut out = numpy[..pre + hl - 1].to_vec();
     match pre {
         10 => out[8..10].copy_from_slice(&((total - pre) as u16).to_le_bytes()),

@@ -247,13 +247,20 @@ impl NdLayout {
 /// choose, lies in one chunk and one block, instead of straddling two.
 pub const DATA_ALIGN: usize = 4096;
 
+/// The longest header (after its length field) `np.load` reads without
+/// being told to trust the file (`max_header_size`, numpy 1.24 and later).
+/// Padding to a page never takes a header past it: a header that would
+/// pass it keeps numpy's 64-byte padding.
+pub const NUMPY_MAX_HEADER: usize = 10_000;
+
 /// The `.npy` header `numpy.save` writes, for `descr` given as Python text
 /// (`Dtype::descr`) and `data_len` bytes of data: format 1.0 (2.0 when the
 /// header needs more than 65535 bytes, 3.0 when it is not Latin-1), spare
 /// spaces for the growth axis, padded with spaces and ended by a newline.
 /// `numpy.save` pads to a multiple of 64 bytes; so does this for data of one
 /// page or less, and to a multiple of [`DATA_ALIGN`] for more (`np.load`
-/// reads any padding the format allows).
+/// reads any padding the format allows) unless that would take the header
+/// past [`NUMPY_MAX_HEADER`].
 pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64], data_len: u64) -> Vec<u8> {
     let align = if data_len > DATA_ALIGN as u64 {
         DATA_ALIGN
@@ -299,7 +306,10 @@ pub fn npy_header(descr: &str, fortran_order: bool, shape: &[u64], data_len: u64
     for &(major, len_bytes) in versions {
         let pre = 6 + 2 + len_bytes;
         let hlen = text.len() + 1;
-        let pad = align - (pre + hlen) % align;
+        let mut pad = align - (pre + hlen) % align;
+        if hlen + pad > NUMPY_MAX_HEADER {
+            pad = 64 - (pre + hlen) % 64;
+        }
         let total = pre + hlen + pad;
         if major == 1 && hlen + pad > u16::MAX as usize {
             continue;
@@ -338,13 +348,21 @@ mod tests {
         for (data, want) in [(4096, 128), (4097, 4096)] {
             assert_eq!(npy_header("'<u1'", false, &[data], data).len(), want);
         }
+        let fields = |n: usize| {
+            let names: Vec<String> = (0..n).map(|i| format!("('f{i}', '<f8')")).collect();
+            format!("[{}]", names.join(", "))
+        };
         // A header text longer than a page takes the next page.
-        let names: Vec<String> = (0..300).map(|i| format!("('f{i}', '<f8')")).collect();
-        let descr = format!("[{}]", names.join(", "));
-        let h = npy_header(&descr, false, &[10], 24000);
-        assert_eq!(h.len() % DATA_ALIGN, 0);
-        assert!(h.len() > DATA_ALIGN);
+        let h = npy_header(&fields(300), false, &[10], 24000);
+        assert_eq!(h.len(), 2 * DATA_ALIGN);
         assert!(h.starts_with(b"\x93NUMPY\x01\x00"));
+        // One that would pass np.load's limit on the next page keeps
+        // numpy's padding (a text of about 9,000 bytes).
+        let text = fields(520);
+        assert!(text.len() > 2 * DATA_ALIGN && text.len() < NUMPY_MAX_HEADER - 100);
+        let h = npy_header(&text, false, &[10], 49600);
+        assert_eq!(h.len() % 64, 0);
+        assert!(h.len() - 10 <= NUMPY_MAX_HEADER && h.len() < 3 * DATA_ALIGN - 2000);
     }
 
     #[test]
