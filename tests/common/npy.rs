@@ -31,14 +31,7 @@ pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
     if !head.starts_with(b"\x93NUMPY") || head.len() < 12 {
         return None;
     }
-    let major = head[6];
-    let (pre, hl) = match major {
-        1 => (10, u16::from_le_bytes([head[8], head[9]]) as usize),
-        _ => (
-            12,
-            u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize,
-        ),
-    };
+    let (pre, hl) = length_field(head);
     let ours = pre + hl;
     let text = std::str::from_utf8(&head[pre..ours]).unwrap();
     let dict = &text[..=text.rfind('}').unwrap()];
@@ -66,10 +59,7 @@ pub fn numpy_header(head: &[u8], len: u64) -> Option<(usize, Vec<u8>)> {
     };
     assert_eq!(ours, want, "header of {ours} bytes");
     let mut out = head[..pre].to_vec();
-    match major {
-        1 => out[8..10].copy_from_slice(&((total - pre) as u16).to_le_bytes()),
-        _ => out[8..12].copy_from_slice(&((total - pre) as u32).to_le_bytes()),
-    }
+    set_length(&mut out, total - pre);
     out.extend_from_slice(dict.as_bytes());
     out.resize(total - 1, b' ');
     out.push(b'\n');
@@ -84,23 +74,36 @@ pub fn as_bloscfs_shows(numpy: &[u8]) -> Vec<u8> {
     if !numpy.starts_with(b"\x93NUMPY") || numpy.len() < 12 {
         return numpy.to_vec();
     }
-    let pre = if numpy[6] == 1 { 10 } else { 12 };
-    let hl = match pre {
-        10 => u16::from_le_bytes([numpy[8], numpy[9]]) as usize,
-        _ => u32::from_le_bytes([numpy[8], numpy[9], numpy[10], numpy[11]]) as usize,
-    };
+    let (pre, hl) = length_field(numpy);
     let data = &numpy[pre + hl..];
     let total = (pre + hl).div_ceil(4096) * 4096;
     if data.len() <= 4096 || total - pre > 10_000 {
         return numpy.to_vec();
     }
     let mut out = numpy[..pre + hl - 1].to_vec();
-    match pre {
-        10 => out[8..10].copy_from_slice(&((total - pre) as u16).to_le_bytes()),
-        _ => out[8..12].copy_from_slice(&((total - pre) as u32).to_le_bytes()),
-    }
+    set_length(&mut out, total - pre);
     out.resize(total - 1, b' ');
     out.push(b'\n');
     out.extend_from_slice(data);
     out
+}
+
+/// The bytes before a `.npy` header's text (magic, version, length field:
+/// 10 for format 1.0, 12 after) and the length the field gives.
+fn length_field(npy: &[u8]) -> (usize, usize) {
+    match npy[6] {
+        1 => (10, u16::from_le_bytes([npy[8], npy[9]]) as usize),
+        _ => (
+            12,
+            u32::from_le_bytes([npy[8], npy[9], npy[10], npy[11]]) as usize,
+        ),
+    }
+}
+
+/// Write `len` into the length field of the `.npy` header starting `out`.
+fn set_length(out: &mut [u8], len: usize) {
+    match out[6] {
+        1 => out[8..10].copy_from_slice(&(len as u16).to_le_bytes()),
+        _ => out[8..12].copy_from_slice(&(len as u32).to_le_bytes()),
+    }
 }
